@@ -1,0 +1,32 @@
+"""prefork-queue: a pre-fork supervisor for a durable, database-backed job queue.
+
+Application API:
+
+    import prefork
+
+    @prefork.handler("report.generate")
+    def generate(job):
+        with job.transaction() as cursor:   # effect + completion, one commit
+            cursor.execute("INSERT INTO reports ...", (...))
+
+    prefork.enqueue(conn, "report.generate", {"id": 7}, key="report-7")
+"""
+from .errors import LeaseLost, PermanentError
+from .jobs import Job, new_job
+from .registry import handler
+
+__version__ = "0.1.0"
+__all__ = ["handler", "enqueue", "Job", "PermanentError", "LeaseLost"]
+
+
+def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
+            priority=0, max_attempts=5, max_payload_bytes=65536):
+    """Enqueue on the application's own PyMySQL connection, inside its open
+    transaction; does not commit, so the caller's row and its job commit together.
+    Returns the job id (the existing one for a repeated queue and key)."""
+    from .store.mysql import enqueue_on
+    job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
+                  priority=priority, max_attempts=max_attempts,
+                  max_payload_bytes=max_payload_bytes)
+    with conn.cursor() as cursor:
+        return enqueue_on(cursor, job)

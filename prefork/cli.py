@@ -1,0 +1,283 @@
+"""The command line: parse, load the config, call one function per command."""
+import argparse
+import json
+import signal
+import sys
+
+from . import __version__, logs, registry
+from .config import SETTINGS, load
+from .errors import UserError
+from .jobs import new_job
+from .progress import Progress
+from .store import driver_errors, open_store
+from .worker import Worker
+
+DEFAULT_COMMAND = "run"
+BULK_CHUNK = 1000
+COMMANDS = {}
+
+
+def command(name, help_text, arguments=None):
+    """Register `func(args, config)` as a subcommand; `arguments(parser)` adds its own options."""
+    def register(func):
+        COMMANDS[name] = (func, help_text, arguments)
+        return func
+    return register
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the problem, exit 2."""
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def settings_parser():
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("settings (also PREFORK_QUEUE_<NAME> or the config file)")
+    group.add_argument("--config", metavar="PATH", help="Config file (INI, [prefork-queue] section).")
+    for setting in SETTINGS:
+        if setting.flag:
+            group.add_argument(setting.flag_name, dest=setting.name, default=None,
+                               metavar=setting.metavar or setting.name.upper(), help=setting.help)
+    return parser
+
+
+def build_parser():
+    shared = settings_parser()
+    parser = OneLineParser(prog="prefork-queue", description="A pre-fork supervisor for a "
+                           "durable, database-backed job queue. Without a command: run.")
+    parser.add_argument("--version", action="version", version=f"prefork-queue {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (func, help_text, arguments) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text, parents=[shared])
+        sub.error = OneLineParser.error.__get__(sub)
+        if arguments:
+            arguments(sub)
+        sub.set_defaults(func=func)
+    return parser
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, DEFAULT_COMMAND)
+    args = build_parser().parse_args(argv)
+    try:
+        flags = {setting.name: getattr(args, setting.name, None) for setting in SETTINGS}
+        config = load(flags, path=args.config)
+        logs.configure_from(config)
+        return args.func(args, config) or 0
+    except UserError as exc:
+        print(f"prefork-queue: error: {exc}", file=sys.stderr)
+        return 2
+    except driver_errors() as exc:
+        code = exc.args[0] if exc.args else ""
+        print(f"prefork-queue: error: database error {logs.error_class(exc)} {code}".rstrip(),
+              file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+
+
+def checked_store(config):
+    """The store, after checking that its schema is current."""
+    store = open_store(config)
+    store.check_schema()
+    return store
+
+
+# --- schema and setup -----------------------------------------------------------
+
+@command("migrate", "Create or upgrade the queue schema (safe to run twice).")
+def migrate_command(args, config):
+    store = open_store(config)
+    applied = store.migrate()
+    print(f"applied versions {', '.join(map(str, applied))}" if applied else "schema is up to date")
+
+
+def _grants_arguments(parser):
+    parser.add_argument("--user", default="queue_worker", help="Worker account name.")
+    parser.add_argument("--host", default="%", help="Host part of the account.")
+    parser.add_argument("--database", help="Database (default: the one in the DSN).")
+
+
+@command("grants", "Print least-privilege GRANT statements for a worker account.",
+         arguments=_grants_arguments)
+def grants_command(args, config):
+    from .store.mysql import grant_statements, parse_dsn
+    database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
+    if not database:
+        raise UserError("name the database with --database or --dsn")
+    print(f"-- review, then run as an administrator; create the account first:\n"
+          f"-- CREATE USER '{args.user}'@'{args.host}' IDENTIFIED BY '...';")
+    for statement in grant_statements(args.user, args.host, database):
+        print(statement)
+
+
+@command("config", "Print the effective configuration (secrets masked) and where each value came from.")
+def config_command(args, config):
+    for name, shown, source in config.describe():
+        print(f"{name} = {shown}    # {source}")
+
+
+# --- producing --------------------------------------------------------------------
+
+def _enqueue_arguments(parser):
+    parser.add_argument("type", nargs="?", metavar="TYPE", help="Job type (a registered handler name).")
+    parser.add_argument("payload", nargs="?", metavar="JSON", help="Payload: a JSON object.")
+    parser.add_argument("--queue", default="default")
+    parser.add_argument("--key", help="Idempotency key: the same queue and key give the same job.")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="Run no sooner than S seconds from now.")
+    parser.add_argument("--priority", type=int, default=0, help="Lower runs first (default 0).")
+    parser.add_argument("--file", metavar="JOBS.jsonl", help='One job a line: {"type": ..., '
+                        '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts"}.')
+
+
+@command("enqueue", "Enqueue a job (prints its id), or many from a JSON-lines file.",
+         arguments=_enqueue_arguments)
+def enqueue_command(args, config):
+    if args.file:
+        if args.type or args.payload:
+            raise UserError("give either TYPE [JSON] or --file, not both")
+        jobs = read_jobs_file(args.file, config)
+        check_job_types({job.type for job in jobs}, config)
+        store = checked_store(config)
+        progress = Progress(len(jobs), "enqueue")
+        new = 0
+        for start in range(0, len(jobs), BULK_CHUNK):
+            chunk = jobs[start:start + BULK_CHUNK]
+            new += store.enqueue_many(chunk)
+            progress.advance(len(chunk))
+        progress.finish()
+        print(f"enqueued {new} new jobs ({len(jobs) - new} already present)")
+        return
+    if not args.type:
+        raise UserError("give a job TYPE (and a JSON payload), or --file JOBS.jsonl")
+    check_job_types([args.type], config)
+    job = new_job(args.type, args.payload or "{}", queue=args.queue, key=args.key,
+                  delay=args.delay, priority=args.priority,
+                  max_attempts=config.max_attempts,
+                  max_payload_bytes=config.max_payload_bytes)
+    print(checked_store(config).enqueue(job))
+
+
+def check_job_types(job_types, config):
+    """With `app` configured, refuse a job type no handler is registered for."""
+    if not config.app:
+        return
+    registry.import_apps(config.app)
+    for job_type in sorted(job_types):
+        if registry.lookup(job_type) is None:
+            raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
+
+
+JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts"}
+
+
+def read_jobs_file(path, config):
+    """Validate every line before anything is written: a bad line changes nothing."""
+    jobs = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    jobs.append(_job_from_line(line, f"{path}:{number}", config))
+    except OSError as exc:
+        raise UserError(f"cannot read {path!r}: {exc.strerror}") from None
+    return jobs
+
+
+def _job_from_line(line, where, config):
+    try:
+        fields = json.loads(line)
+    except ValueError as exc:
+        raise UserError(f"{where}: invalid JSON: {exc.msg}") from None
+    if not isinstance(fields, dict) or "type" not in fields:
+        raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
+    unknown = set(fields) - JOB_LINE_FIELDS
+    if unknown:
+        raise UserError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    try:
+        return new_job(fields["type"], fields.get("payload", {}),
+                       queue=fields.get("queue", "default"), key=fields.get("key"),
+                       delay=fields.get("delay", 0), priority=fields.get("priority", 0),
+                       max_attempts=fields.get("max_attempts", config.max_attempts),
+                       max_payload_bytes=config.max_payload_bytes)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+# --- working ------------------------------------------------------------------------
+
+def _work_arguments(parser):
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="Process at most one job, then exit.")
+    mode.add_argument("--stop-when-empty", action="store_true", help="Exit when no job is ready.")
+    mode.add_argument("--max-jobs", type=int, metavar="N", help="Exit after N jobs.")
+
+
+@command("work", "Run the worker loop in this process, without forking (debugging, cron).",
+         arguments=_work_arguments)
+def work_command(args, config):
+    registry.import_apps(config.app)
+    store = checked_store(config)
+    worker = Worker(store, config)
+
+    def stop(signum, frame):
+        worker.request_stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        worker.run(once=args.once, stop_when_empty=args.stop_when_empty, max_jobs=args.max_jobs)
+    except driver_errors() as exc:
+        # A fresh process gets a fresh connection: exit, let the caller restart us.
+        logs.event("worker_fatal", level=logs.logging.ERROR, error=logs.error_class(exc),
+                   code=exc.args[0] if exc.args else None)
+        return 3
+
+
+# --- inspecting and repairing ----------------------------------------------------------
+
+def _failed_arguments(parser):
+    parser.add_argument("--queue")
+    parser.add_argument("--limit", type=int, default=100)
+
+
+@command("failed", "List dead jobs (never their payloads).",
+         arguments=_failed_arguments)
+def failed_command(args, config):
+    rows = checked_store(config).dead_jobs(queue=args.queue, limit=args.limit)
+    print(f"{'ID':>10}  {'QUEUE':<16} {'TYPE':<28} {'ATT':>3}  {'ERROR':<32} FINISHED (UTC)")
+    for row in rows:
+        print(f"{row['id']:>10}  {row['queue']:<16} {row['job_type']:<28} {row['attempts']:>3}  "
+              f"{(row['last_error'] or '')[:32]:<32} {row['finished_at']}")
+
+
+def _retry_arguments(parser):
+    parser.add_argument("ids", nargs="*", type=int, metavar="ID")
+    parser.add_argument("--all", action="store_true", help="Every dead job (of --queue).")
+    parser.add_argument("--queue")
+
+
+@command("retry", "Put dead jobs back to ready with attempts reset.",
+         arguments=_retry_arguments)
+def retry_command(args, config):
+    if bool(args.ids) == bool(args.all):
+        raise UserError("give job ids or --all")
+    count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue)
+    print(f"retried {count} jobs")
+
+
+def _show_arguments(parser):
+    parser.add_argument("id", type=int, metavar="ID")
+
+
+@command("show", "Show one job.", arguments=_show_arguments)
+def show_command(args, config):
+    job = checked_store(config).get(args.id)
+    if job is None:
+        raise UserError(f"no job {args.id}")
+    print(json.dumps(job, default=str, indent=2))
+

@@ -1,0 +1,229 @@
+"""Settings: each one declared once, driving flags, the config file, env and docs.
+
+Precedence, lowest to highest: default, config file, environment
+(`PREFORK_QUEUE_<NAME>`), command-line flag. Secrets are never read from a
+flag and never printed unmasked.
+"""
+import configparser
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .errors import UserError
+
+ENV_PREFIX = "PREFORK_QUEUE_"
+FILE_SECTION = "prefork-queue"
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _non_negative_float(text):
+    value = float(text)
+    if not value >= 0:  # also rejects NaN
+        raise ValueError("must not be negative")
+    return value
+
+
+def _positive_float(text):
+    value = float(text)
+    if not value > 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
+def _word_list(text):
+    if isinstance(text, (list, tuple)):
+        return list(text)
+    return [part.strip() for part in str(text).split(",") if part.strip()]
+
+
+def _choice(*allowed):
+    def parse(text):
+        if text not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return text
+    parse.__name__ = "one of " + "|".join(allowed)
+    return parse
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    section: str
+    secret: bool = False      # masked in output; never accepted as a flag
+    flag: bool = True         # also a command-line flag
+    metavar: Optional[str] = None
+
+    @property
+    def env_name(self):
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag_name(self):
+        return "--" + self.name.replace("_", "-")
+
+
+SETTINGS = [
+    # database
+    Setting("dsn", str, "", "Database URL, e.g. mysql://user@host:3306/db (no password in it).",
+            "database", metavar="URL"),
+    Setting("db_password", str, None, "Database password; environment only "
+            "(PREFORK_QUEUE_DB_PASSWORD), never a flag.", "database", secret=True, flag=False),
+    Setting("db_password_file", str, None, "File whose first line is the database password.",
+            "database", metavar="PATH"),
+    Setting("connect_timeout", _positive_float, 5.0, "Seconds to wait for a database connection.",
+            "database", metavar="S"),
+    Setting("read_timeout", _positive_float, 30.0, "Seconds to wait for a database reply.",
+            "database", metavar="S"),
+    Setting("write_timeout", _positive_float, 30.0, "Seconds to wait for a database write.",
+            "database", metavar="S"),
+    Setting("lock_wait_timeout", _positive_int, 5, "Seconds a queue statement waits for a row "
+            "lock (innodb_lock_wait_timeout) or a metadata lock before it gives up and retries.",
+            "database", metavar="S"),
+    # jobs
+    Setting("max_attempts", _positive_int, 5, "Default attempts before a failing job goes to dead.",
+            "jobs", metavar="N"),
+    Setting("retry_base", _positive_float, 1.0, "Backoff base in seconds: retry n waits "
+            "about base * 2^(n-1), with jitter.", "jobs", metavar="S"),
+    Setting("retry_cap", _positive_float, 3600.0, "Longest backoff between retries, in seconds.",
+            "jobs", metavar="S"),
+    Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
+            "jobs", metavar="BYTES"),
+    Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
+            "worker may take the job back (extended while the job runs).", "jobs", metavar="S"),
+    # worker
+    Setting("app", _word_list, [], "Comma-separated module(s) to import; they register handlers "
+            "with @prefork.handler.", "worker", metavar="MODULES"),
+    Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
+            "worker", metavar="Q1,Q2"),
+    Setting("poll_interval", _positive_float, 1.0, "Longest sleep between polls of an empty queue.",
+            "worker", metavar="S"),
+    # logging
+    Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
+            "readable text, or auto (text on a terminal, json otherwise).", "logging"),
+    Setting("log_level", _choice("debug", "info", "warning", "error"), "info", "Least severe "
+            "level logged.", "logging"),
+    Setting("log_file", str, None, "Append logs to this file instead of stderr.", "logging",
+            metavar="PATH"),
+]
+
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+class Config:
+    """The effective settings: attribute access, plus where each value came from."""
+
+    def __init__(self, values, sources, path=None):
+        self._values = dict(values)
+        self._sources = dict(sources)
+        self.path = path
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def source(self, name):
+        return self._sources[name]
+
+    def replace(self, **changes):
+        values = dict(self._values, **changes)
+        sources = dict(self._sources, **{name: "override" for name in changes})
+        return Config(values, sources, self.path)
+
+    def describe(self):
+        """(name, shown value, source) rows with secrets masked, for `prefork-queue config`."""
+        rows = []
+        for setting in SETTINGS:
+            value = self._values[setting.name]
+            if setting.secret and value:
+                shown = "********"
+            elif isinstance(value, list):
+                shown = ",".join(value)
+            else:
+                shown = "" if value is None else str(value)
+            rows.append((setting.name, shown, self._sources[setting.name]))
+        return rows
+
+    def password(self):
+        """The database password from the environment or the password file, or None."""
+        if self.db_password:
+            return self.db_password
+        if self.db_password_file:
+            try:
+                with open(self.db_password_file, encoding="utf-8") as handle:
+                    return handle.readline().rstrip("\r\n")
+            except OSError as exc:
+                raise UserError(f"cannot read db_password_file {self.db_password_file!r}: "
+                                f"{exc.strerror}") from None
+        return None
+
+
+def _parse(setting, raw, where):
+    try:
+        return setting.parse(raw)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{where}: invalid value for {setting.name}: {exc}") from None
+
+
+def read_file(path):
+    """The raw key/value pairs of the config file's [prefork-queue] section.
+
+    Unknown keys and unknown sections are errors: a typo must not silently
+    fall back to a default.
+    """
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            parser.read_file(handle)
+    except OSError as exc:
+        raise UserError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    except configparser.Error as exc:
+        first_line = str(exc).splitlines()[0]
+        raise UserError(f"config file {path!r} is not valid: {first_line}") from None
+    unknown_sections = [name for name in parser.sections() if name != FILE_SECTION]
+    if unknown_sections:
+        raise UserError(f"config file {path!r}: unknown section [{unknown_sections[0]}]")
+    raw = dict(parser.items(FILE_SECTION)) if parser.has_section(FILE_SECTION) else {}
+    for key in raw:
+        if key not in BY_NAME:
+            raise UserError(f"config file {path!r}: unknown setting {key!r}")
+        if BY_NAME[key].secret:
+            raise UserError(f"config file {path!r}: {key} must come from the environment "
+                            f"({BY_NAME[key].env_name}), not the config file")
+    return raw
+
+
+def load(flags=None, path=None, environ=None):
+    """Build the effective Config from defaults, file, environment and flags."""
+    flags = flags or {}
+    environ = os.environ if environ is None else environ
+    path = path or environ.get(ENV_PREFIX + "CONFIG") or None
+    from_file = read_file(path) if path else {}
+    values, sources = {}, {}
+    for setting in SETTINGS:
+        value, source = setting.default, "default"
+        if setting.name in from_file:
+            value, source = _parse(setting, from_file[setting.name], f"config file {path!r}"), "file"
+        if setting.env_name in environ:
+            value, source = _parse(setting, environ[setting.env_name], setting.env_name), "env"
+        if flags.get(setting.name) is not None:
+            value, source = _parse(setting, flags[setting.name], setting.flag_name), "flag"
+        values[setting.name], sources[setting.name] = value, source
+    return Config(values, sources, path)

@@ -1,0 +1,22 @@
+"""Exceptions shared by the whole package, split by who should see them."""
+
+
+class PermanentError(Exception):
+    """Raised by a handler when retrying cannot help: the job goes to dead at once."""
+
+
+class LeaseLost(Exception):
+    """The job's lease expired or another worker owns it now; our result is void."""
+
+
+class UserError(Exception):
+    """Bad input from the user (config, DSN, JSON, option...): one line, no traceback."""
+
+
+class DatabaseUnavailable(UserError):
+    """The database cannot be reached or refuses us; the message names the problem."""
+
+
+class RejectedJob(PermanentError):
+    """A job we refuse to run (unknown type, malformed payload). Its message is
+    ours, never data from the job, so it may be stored as last_error."""

@@ -1,0 +1,104 @@
+"""What a job is: the object handlers see, and the validation of new jobs.
+
+Backend-neutral: the stores take a validated `NewJob` and return `Job`s.
+"""
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .errors import RejectedJob, UserError
+from .registry import JOB_TYPE_PATTERN
+
+QUEUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+MAX_KEY_LENGTH = 191
+PRIORITY_RANGE = (-32768, 32767)
+
+
+@dataclass
+class Job:
+    """A claimed job, as a handler sees it. `payload` is a dict decoded from JSON."""
+    id: int
+    type: str
+    queue: str
+    payload_text: str = field(repr=False)
+    attempt: int
+    max_attempts: int
+    idempotency_key: Optional[str]
+    lease_token: str = field(repr=False)
+    crashes: int = 0
+    payload: Any = field(default=None, repr=False)
+    finished: bool = False   # set once the completion transaction committed
+    _store: Any = field(default=None, repr=False, compare=False)
+
+    def transaction(self):
+        """Context manager: a cursor in the transaction that marks this job done.
+
+        Write the job's business effect with it; the effect and the completion
+        commit together, and both are rolled back (LeaseLost raised) when the
+        lease was lost to another worker.
+        """
+        return self._store.completing(self)
+
+    def decode_payload(self, max_bytes):
+        """Parse the payload; a malformed or oversized one is a permanent failure."""
+        if len(self.payload_text.encode("utf-8")) > max_bytes:
+            raise RejectedJob("oversized payload")
+        try:
+            payload = json.loads(self.payload_text)
+        except ValueError:
+            raise RejectedJob("malformed payload") from None
+        if not isinstance(payload, dict):
+            raise RejectedJob("malformed payload")
+        self.payload = payload
+        return payload
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A validated job ready to insert. delay is in seconds; run_at is a naive UTC datetime."""
+    type: str
+    payload_text: str
+    queue: str = "default"
+    key: Optional[str] = None
+    delay: float = 0.0
+    run_at: Any = None
+    priority: int = 0
+    max_attempts: int = 5
+
+
+def encode_payload(payload, max_bytes):
+    if isinstance(payload, (str, bytes)):
+        try:
+            payload = json.loads(payload)
+        except ValueError as exc:
+            raise UserError(f"invalid JSON payload: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(payload, dict):
+        raise UserError("payload must be a JSON object")
+    try:
+        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"payload is not JSON-serializable: {exc}") from None
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise UserError(f"payload is {size} bytes, over the limit of {max_bytes} (max_payload_bytes)")
+    return text
+
+
+def new_job(job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
+            priority=0, max_attempts=5, max_payload_bytes=65536):
+    """Validate enqueue arguments; any problem is a one-line UserError."""
+    if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
+        raise UserError(f"invalid job type {job_type!r}: use 1-128 of A-Z a-z 0-9 _ . : -")
+    if not isinstance(queue, str) or not QUEUE_PATTERN.match(queue):
+        raise UserError(f"invalid queue name {queue!r}: use 1-64 of A-Z a-z 0-9 _ . : -")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH):
+        raise UserError(f"idempotency key must be 1-{MAX_KEY_LENGTH} characters")
+    if not isinstance(delay, (int, float)) or not delay >= 0:
+        raise UserError("delay must be a number of seconds, not negative")
+    if not isinstance(priority, int) or not PRIORITY_RANGE[0] <= priority <= PRIORITY_RANGE[1]:
+        raise UserError(f"priority must be an integer from {PRIORITY_RANGE[0]} to {PRIORITY_RANGE[1]}")
+    if not isinstance(max_attempts, int) or max_attempts < 1:
+        raise UserError("max attempts must be at least 1")
+    text = encode_payload({} if payload is None else payload, max_payload_bytes)
+    return NewJob(job_type, text, queue, key, float(delay), run_at, priority, max_attempts)

@@ -1,0 +1,71 @@
+"""Lifecycle events as JSON lines (or readable text on a terminal).
+
+Every event is one call: `event("job_claimed", job_id=1, ...)`. Fields are
+chosen by our code, never payloads or raw exception messages.
+"""
+import json
+import logging
+import os
+import sys
+from datetime import datetime, timezone
+
+LOGGER = logging.getLogger("prefork")
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO,
+          "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def event(name, level=logging.INFO, **fields):
+    LOGGER.log(level, name, extra={"prefork_fields": fields})
+
+
+def _timestamp(record):
+    return datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record):
+        line = {"ts": _timestamp(record), "level": record.levelname.lower(),
+                "event": record.getMessage(), "pid": record.process}
+        line.update(getattr(record, "prefork_fields", {}))
+        return json.dumps(line, default=str, separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record):
+        fields = getattr(record, "prefork_fields", {})
+        details = " ".join(f"{key}={value}" for key, value in fields.items())
+        return (f"{_timestamp(record)} {record.levelname:<7} [{record.process}] "
+                f"{record.getMessage()} {details}").rstrip()
+
+
+def configure(log_format="auto", level="info", log_file=None):
+    """(Re)configure the package logger; safe to call again, e.g. after SIGHUP or SIGUSR1."""
+    if log_file:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+        stream_is_tty = False
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        stream_is_tty = sys.stderr.isatty()
+    text = log_format == "text" or (log_format == "auto" and stream_is_tty)
+    handler.setFormatter(TextFormatter() if text else JsonFormatter())
+    for old in list(LOGGER.handlers):
+        LOGGER.removeHandler(old)
+        old.close()
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(LEVELS[level])
+    LOGGER.propagate = False
+
+
+def configure_from(config):
+    configure(config.log_format, config.log_level, config.log_file)
+
+
+def error_class(exc):
+    """What we may say about an exception we did not raise: its class, never its message."""
+    cls = type(exc)
+    module = cls.__module__
+    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
+
+
+def current_host_pid():
+    return f"{os.uname().nodename}:{os.getpid()}"

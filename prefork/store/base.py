@@ -1,0 +1,87 @@
+"""The store contract: every state change a job can go through.
+
+The worker, the supervisor and the CLI use only these methods, so they do
+not know which database is behind them. Each backend module keeps all of
+its SQL to itself. Every state change is one guarded statement or one
+transaction, and the methods that can lose a race say so in their result.
+"""
+import abc
+
+
+class Store(abc.ABC):
+    # -- schema -------------------------------------------------------------
+    @abc.abstractmethod
+    def migrate(self):
+        """Apply missing schema versions; safe to run twice or from two hosts at once.
+        Returns the list of versions applied now."""
+
+    @abc.abstractmethod
+    def check_schema(self):
+        """Raise UserError unless the schema is present and current."""
+
+    # -- producing ----------------------------------------------------------
+    @abc.abstractmethod
+    def enqueue(self, new_job):
+        """Insert a NewJob; the same (queue, key) returns the existing job's id."""
+
+    @abc.abstractmethod
+    def enqueue_many(self, new_jobs):
+        """Insert many NewJobs in one statement; returns how many rows were new."""
+
+    # -- the job life cycle (fenced by the lease token) ---------------------
+    @abc.abstractmethod
+    def claim(self, queues, worker, lease_seconds, limit=1):
+        """Reserve up to `limit` ready jobs and commit before returning them.
+
+        Queues are tried in order. Each job gets attempts+1, a fresh random
+        lease token and a lease deadline. Returns a list of Jobs (maybe empty).
+        """
+
+    @abc.abstractmethod
+    def complete(self, job):
+        """Mark done if the token matches and the lease is live. False if the lease was lost."""
+
+    @abc.abstractmethod
+    def completing(self, job):
+        """Context manager yielding a cursor inside the completion transaction.
+        Raises LeaseLost (and rolls back the caller's writes) if the lease was lost."""
+
+    @abc.abstractmethod
+    def fail(self, job, error, decision):
+        """Record a failed attempt: dead, or ready again after decision.delay.
+        Fenced like complete(); False if the lease was lost."""
+
+    @abc.abstractmethod
+    def release(self, job):
+        """Give back a claimed job that never started, restoring its attempt."""
+
+    @abc.abstractmethod
+    def extend(self, job, lease_seconds):
+        """Push the lease deadline out while the handler runs. False if the lease was lost."""
+
+    @abc.abstractmethod
+    def recover_expired(self, limit=100):
+        """Return jobs with expired leases to ready (dead when out of attempts).
+        Handles at most `limit` jobs; returns how many."""
+
+    # -- inspection and repair ----------------------------------------------
+    @abc.abstractmethod
+    def get(self, job_id):
+        """One job as a dict (payload included), or None."""
+
+    @abc.abstractmethod
+    def dead_jobs(self, queue=None, limit=100):
+        """Dead jobs as dicts without payloads, newest first."""
+
+    @abc.abstractmethod
+    def retry_dead(self, job_ids=None, queue=None):
+        """Put dead jobs back to ready with attempts reset (all of them when job_ids is None).
+        Returns how many."""
+
+    @abc.abstractmethod
+    def counts(self, queue=None):
+        """{status: number of jobs}, optionally for one queue."""
+
+    @abc.abstractmethod
+    def close(self):
+        """Close the connection (only in the process that opened it)."""

@@ -1,0 +1,405 @@
+"""The MySQL 8 / MariaDB 10.6+ store, through PyMySQL. All of its SQL lives here.
+
+Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
+scans), in UTC, with short lock waits so that a stuck lock fails a
+statement in seconds instead of hanging a worker.
+"""
+import random
+import re
+import secrets
+import time
+from contextlib import contextmanager
+from importlib import resources
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pymysql
+from pymysql.constants import ER
+
+from ..errors import DatabaseUnavailable, LeaseLost, UserError
+from ..jobs import Job
+from .base import Store
+
+DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
+CLAIM_RETRIES = 5
+MIGRATION_LOCK = "prefork_queue_migrate"
+JOB_COLUMNS = "id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
+
+# --- named queries -----------------------------------------------------------
+
+# Insert one job; on a duplicate (queue, key) make LAST_INSERT_ID() the
+# existing row's id, so the caller gets that id and no second row.
+ENQUEUE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
+    " max_attempts, available_at, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s,"
+    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+    " ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)")
+
+# The bulk form: PyMySQL's executemany turns it into one multi-row INSERT;
+# a no-op update on duplicates makes the row count the number of new jobs.
+ENQUEUE_MANY = ENQUEUE.replace("id = LAST_INSERT_ID(id)", "id = id")
+
+# Read the next ready jobs of one queue in index order and lock them,
+# skipping rows other claimers hold. FORCE INDEX: the optimizer must never
+# choose a filesort here, which would lock every row it scans.
+CLAIM_SELECT = (
+    f"SELECT {JOB_COLUMNS} FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
+
+CLAIM_RESERVE = (
+    "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+
+# The fence shared by complete, fail and extend: our token, still reserved,
+# lease not yet over. Zero rows matched means the lease was lost.
+LEASE_FENCE = ("id = %s AND status = 'reserved' AND lease_token = %s"
+               " AND lease_until > UTC_TIMESTAMP(6)")
+
+COMPLETE = (
+    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
+
+LOCK_FOR_COMPLETION = f"SELECT 1 FROM prefork_jobs WHERE {LEASE_FENCE} FOR UPDATE"
+
+FAIL = (
+    "UPDATE prefork_jobs SET status = %s, last_error = %s, lease_token = NULL,"
+    " lease_until = NULL, available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE " + LEASE_FENCE)
+
+# Release needs no live lease: giving back an unstarted claim is always
+# safe while the token still matches (nobody else took the job).
+RELEASE = (
+    "UPDATE prefork_jobs SET status = 'ready', attempts = attempts - 1, lease_token = NULL,"
+    " lease_until = NULL, locked_by = NULL, updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+
+EXTEND = (
+    "UPDATE prefork_jobs SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
+
+# Expired leases, oldest first, reading the lease index; SKIP LOCKED so a
+# worker finishing its job right now is never waited on.
+EXPIRED_SELECT = (
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    " WHERE status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)"
+    " ORDER BY lease_until LIMIT %s FOR UPDATE SKIP LOCKED")
+
+RECOVER = (
+    "UPDATE prefork_jobs SET status = IF(attempts >= max_attempts, 'dead', 'ready'),"
+    " last_error = 'lease expired', lease_token = NULL, lease_until = NULL,"
+    " available_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6),"
+    " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL)"
+    " WHERE id IN ({ids}) AND status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)")
+
+GET = (
+    "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
+    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, created_at,"
+    " updated_at, finished_at FROM prefork_jobs WHERE id = %s")
+
+DEAD = (
+    "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
+    " WHERE status = 'dead' {queue_filter} ORDER BY finished_at DESC, id DESC LIMIT %s")
+
+RETRY_DEAD = (
+    "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
+    " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
+    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' {filters}")
+
+COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs {queue_filter} GROUP BY status"
+
+SCHEMA_VERSIONS = "SELECT version FROM prefork_schema_migrations"
+
+CREATE_MIGRATIONS = (
+    "CREATE TABLE IF NOT EXISTS prefork_schema_migrations ("
+    " version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL,"
+    " applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB")
+
+RECORD_MIGRATION = (
+    "INSERT INTO prefork_schema_migrations (version, name, applied_at)"
+    " VALUES (%s, %s, UTC_TIMESTAMP(6))")
+
+ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
+
+
+# --- DSN and connection --------------------------------------------------------
+
+def parse_dsn(dsn):
+    """mysql://user@host:port/database[?unix_socket=/path] -> connect() keyword arguments."""
+    parts = urlsplit(dsn)
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise UserError(f"bad DSN: scheme must be mysql://, got {parts.scheme or 'none'}")
+    if parts.password is not None:
+        raise UserError("bad DSN: it must not contain a password; set PREFORK_QUEUE_DB_PASSWORD "
+                        "or db_password_file")
+    database = unquote(parts.path.lstrip("/"))
+    if not database or "/" in database:
+        raise UserError("bad DSN: name the database, e.g. mysql://user@127.0.0.1:3306/jobs")
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        raise UserError("bad DSN: the port must be a number") from None
+    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    unknown = set(options) - {"unix_socket"}
+    if unknown:
+        raise UserError(f"bad DSN: unknown option {sorted(unknown)[0]!r}")
+    return {"host": parts.hostname or "127.0.0.1", "port": port,
+            "user": unquote(parts.username or "root"), "database": database,
+            "unix_socket": options.get("unix_socket")}
+
+
+def redacted(dsn_args):
+    where = dsn_args["unix_socket"] or f"{dsn_args['host']}:{dsn_args['port']}"
+    return f"mysql://{dsn_args['user']}@{where}/{dsn_args['database']}"
+
+
+def _micros(seconds):
+    return int(round(seconds * 1_000_000))
+
+
+def _error_code(exc):
+    return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+
+
+class MySQLStore(Store):
+    def __init__(self, config):
+        self.dsn_args = parse_dsn(config.dsn)
+        self.config = config
+        self.conn = self._connect(config.password())
+
+    def _connect(self, password):
+        config = self.config
+        try:
+            conn = pymysql.connect(
+                password=password or "", charset="utf8mb4", autocommit=True,
+                connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
+                write_timeout=config.write_timeout,
+                init_command=(f"SET time_zone = '+00:00',"
+                              f" innodb_lock_wait_timeout = {int(config.lock_wait_timeout)},"
+                              f" lock_wait_timeout = {int(config.lock_wait_timeout)}"),
+                **self.dsn_args)
+            with conn.cursor() as cursor:
+                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        except pymysql.err.MySQLError as exc:
+            reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
+            raise DatabaseUnavailable(f"cannot connect to {redacted(self.dsn_args)}: {reason}") from None
+        return conn
+
+    def close(self):
+        try:
+            self.conn.close()
+        except pymysql.err.Error:
+            pass
+
+    def connection_id(self):
+        return self._one("SELECT CONNECTION_ID()")[0]
+
+    def _one(self, sql, args=None):
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, args)
+            return cursor.fetchone()
+
+    def _rowcount(self, sql, args=None):
+        with self.conn.cursor() as cursor:
+            return cursor.execute(sql, args)
+
+    @contextmanager
+    def _transaction(self):
+        self.conn.begin()
+        try:
+            with self.conn.cursor() as cursor:
+                yield cursor
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    # -- schema ---------------------------------------------------------------
+
+    @staticmethod
+    def migrations():
+        """[(version, name, sql)] from the packaged schema/mysql/NNNN_name.sql files."""
+        folder = resources.files("prefork") / "schema" / "mysql"
+        found = []
+        for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+            if entry.name.endswith(".sql"):
+                version = int(entry.name.split("_", 1)[0])
+                found.append((version, entry.name, entry.read_text(encoding="utf-8")))
+        return found
+
+    def migrate(self):
+        # DDL commits implicitly in MySQL, so two hosts are kept apart by a
+        # named server lock rather than a transaction.
+        if self._one("SELECT GET_LOCK(%s, 60)", (MIGRATION_LOCK,))[0] != 1:
+            raise DatabaseUnavailable("another migration holds the lock; try again")
+        try:
+            self._rowcount(CREATE_MIGRATIONS)
+            with self.conn.cursor() as cursor:
+                cursor.execute(SCHEMA_VERSIONS)
+                applied = {row[0] for row in cursor.fetchall()}
+            done_now = []
+            for version, name, sql in self.migrations():
+                if version in applied:
+                    continue
+                for statement in _split_statements(sql):
+                    self._rowcount(statement)
+                self._rowcount(RECORD_MIGRATION, (version, name))
+                done_now.append(version)
+            return done_now
+        finally:
+            self._one("SELECT RELEASE_LOCK(%s)", (MIGRATION_LOCK,))
+
+    def check_schema(self):
+        try:
+            with self.conn.cursor() as cursor:
+                cursor.execute(SCHEMA_VERSIONS)
+                applied = {row[0] for row in cursor.fetchall()}
+        except pymysql.err.ProgrammingError as exc:
+            if _error_code(exc) == ER.NO_SUCH_TABLE:
+                raise UserError(f"no queue schema in {redacted(self.dsn_args)}: "
+                                "run `prefork-queue migrate`") from None
+            raise
+        missing = [version for version, _, _ in self.migrations() if version not in applied]
+        if missing:
+            raise UserError(f"queue schema is behind (missing version {missing[0]}): "
+                            "run `prefork-queue migrate`")
+
+    # -- producing --------------------------------------------------------------
+
+    def enqueue(self, new_job):
+        with self.conn.cursor() as cursor:
+            return enqueue_on(cursor, new_job)
+
+    def enqueue_many(self, new_jobs):
+        rows = [_enqueue_args(job) for job in new_jobs]
+        if not rows:
+            return 0
+        with self._transaction() as cursor:
+            return cursor.executemany(ENQUEUE_MANY, rows)
+
+    # -- life cycle ---------------------------------------------------------------
+
+    def claim(self, queues, worker, lease_seconds, limit=1):
+        for attempt in range(CLAIM_RETRIES):
+            try:
+                return self._claim_once(queues, worker, lease_seconds, limit)
+            except pymysql.err.OperationalError as exc:
+                if _error_code(exc) not in DEADLOCK_CODES or attempt == CLAIM_RETRIES - 1:
+                    raise
+                # A deadlock or lock wait is contention, not failure: back off
+                # a random little while so the claimers do not collide again.
+                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        return []
+
+    def _claim_once(self, queues, worker, lease_seconds, limit):
+        jobs = []
+        with self._transaction() as cursor:
+            for queue in queues:
+                cursor.execute(CLAIM_SELECT, (queue, limit - len(jobs)))
+                for row in cursor.fetchall():
+                    token = secrets.token_hex(16)
+                    cursor.execute(CLAIM_RESERVE, (token, _micros(lease_seconds), worker, row[0]))
+                    jobs.append(_job_from_row(row, token, self))
+                if len(jobs) >= limit:
+                    break
+        return jobs
+
+    def complete(self, job):
+        return self._rowcount(COMPLETE, (job.id, job.lease_token)) == 1
+
+    @contextmanager
+    def completing(self, job):
+        with self._transaction() as cursor:
+            if cursor.execute(LOCK_FOR_COMPLETION, (job.id, job.lease_token)) != 1:
+                raise LeaseLost(f"job {job.id}: lease lost before completion")
+            yield cursor
+            # Fenced again: the lease may have run out while the effect was written.
+            if cursor.execute(COMPLETE, (job.id, job.lease_token)) != 1:
+                raise LeaseLost(f"job {job.id}: lease lost during completion")
+        job.finished = True
+
+    def fail(self, job, error, decision):
+        status = "dead" if decision.dead else "ready"
+        return self._rowcount(FAIL, (status, error[:500], _micros(decision.delay), status,
+                                     job.id, job.lease_token)) == 1
+
+    def release(self, job):
+        return self._rowcount(RELEASE, (job.id, job.lease_token)) == 1
+
+    def extend(self, job, lease_seconds):
+        return self._rowcount(EXTEND, (_micros(lease_seconds), job.id, job.lease_token)) == 1
+
+    def recover_expired(self, limit=100):
+        with self._transaction() as cursor:
+            cursor.execute(EXPIRED_SELECT, (limit,))
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return 0
+            return cursor.execute(RECOVER.format(ids=", ".join(["%s"] * len(ids))), ids)
+
+    # -- inspection -----------------------------------------------------------------
+
+    def get(self, job_id):
+        with self.conn.cursor(pymysql.cursors.DictCursor) as cursor:
+            cursor.execute(GET, (job_id,))
+            return cursor.fetchone()
+
+    def dead_jobs(self, queue=None, limit=100):
+        queue_filter, args = ("AND queue = %s", [queue]) if queue else ("", [])
+        with self.conn.cursor(pymysql.cursors.DictCursor) as cursor:
+            cursor.execute(DEAD.format(queue_filter=queue_filter), args + [limit])
+            return cursor.fetchall()
+
+    def retry_dead(self, job_ids=None, queue=None):
+        filters, args = [], []
+        if job_ids is not None:
+            if not job_ids:
+                return 0
+            filters.append("AND id IN (" + ", ".join(["%s"] * len(job_ids)) + ")")
+            args.extend(job_ids)
+        if queue:
+            filters.append("AND queue = %s")
+            args.append(queue)
+        return self._rowcount(RETRY_DEAD.format(filters=" ".join(filters)), args)
+
+    def counts(self, queue=None):
+        queue_filter, args = ("WHERE queue = %s", (queue,)) if queue else ("", None)
+        with self.conn.cursor() as cursor:
+            cursor.execute(COUNTS.format(queue_filter=queue_filter), args)
+            return {status: count for status, count in cursor.fetchall()}
+
+
+def _split_statements(sql):
+    """Split a schema file on semicolons that end a line (our files have no procedures)."""
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [stmt.strip() for stmt in "\n".join(lines).split(";\n") if stmt.strip().rstrip(";")]
+
+
+def _enqueue_args(new_job):
+    return (new_job.queue, new_job.type, new_job.payload_text, new_job.key, new_job.priority,
+            new_job.max_attempts, new_job.run_at, _micros(new_job.delay))
+
+
+def enqueue_on(cursor, new_job):
+    """Insert on the caller's cursor, inside the caller's transaction; never commits."""
+    cursor.execute(ENQUEUE, _enqueue_args(new_job))
+    return cursor.lastrowid
+
+
+def _job_from_row(row, token, store):
+    job_id, job_type, queue, payload, attempts, max_attempts, key, crashes = row
+    return Job(id=job_id, type=job_type, queue=queue, payload_text=payload,
+               attempt=attempts + 1, max_attempts=max_attempts, idempotency_key=key,
+               lease_token=token, crashes=crashes, _store=store)
+
+
+def grant_statements(user, host, database):
+    """Least privilege for a worker account: read, insert and update the queue tables only."""
+    for what, name in (("user", user), ("host", host), ("database", database)):
+        if not ACCOUNT_NAME.match(name or ""):
+            raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
+    account = f"'{user}'@'{host}'"
+    return [f"GRANT SELECT, INSERT, UPDATE ON `{database}`.`prefork_jobs` TO {account};",
+            f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO {account};"]
