@@ -1,0 +1,255 @@
+"""The store contract on a real MariaDB/MySQL server: points 1-5, 7 of PRODUCT.md."""
+import threading
+
+import pymysql
+import pytest
+
+import prefork
+from prefork.errors import LeaseLost, UserError
+from prefork.jobs import new_job
+from prefork.retry import Decision
+from prefork.store.mysql import CLAIM_SELECT, EXPIRED_SELECT
+from conftest import admin_connection, job_row, scalar
+
+WORKER = "test-host:1"
+
+
+def claim_one(store, lease=30.0, queues=("default",)):
+    jobs = store.claim(list(queues), WORKER, lease)
+    assert len(jobs) == 1, f"expected one claimed job, got {jobs}"
+    return jobs[0]
+
+
+def test_same_queue_and_key_returns_the_same_job(store, clean_db):
+    s = store()
+    first = s.enqueue(new_job("noop", {"n": 1}, key="order-7"))
+    again = s.enqueue(new_job("noop", {"n": 2}, key="order-7"))
+    other_queue = s.enqueue(new_job("noop", {"n": 1}, key="order-7", queue="mail"))
+    assert again == first
+    assert other_queue != first
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs") == 2
+    assert job_row(clean_db, first)["payload"] == '{"n":1}'
+
+
+def test_bulk_enqueue_counts_only_new_rows(store, clean_db):
+    s = store()
+    s.enqueue(new_job("noop", key="k1"))
+    added = s.enqueue_many([new_job("noop", key=f"k{i}") for i in range(5)] + [new_job("noop")])
+    assert added == 5  # k1 existed already; the keyless job is new
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs") == 6
+
+
+def test_enqueue_rides_on_the_callers_transaction(clean_db, migrated):
+    conn = admin_connection(database=migrated.rsplit("/", 1)[1], autocommit=False)
+    try:
+        job_id = prefork.enqueue(conn, "noop", {"x": 1}, key="tx-1")
+        conn.rollback()
+        assert job_row(clean_db, job_id) is None, "enqueue must not commit on its own"
+        job_id = prefork.enqueue(conn, "noop", {"x": 1}, key="tx-1")
+        conn.commit()
+        assert job_row(clean_db, job_id)["status"] == "ready"
+    finally:
+        conn.close()
+
+
+def test_claim_commits_the_reservation_before_returning(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop"))
+    job = claim_one(s)
+    row = job_row(clean_db, job_id)  # read from another connection: already committed
+    assert row["status"] == "reserved" and row["attempts"] == 1
+    assert row["lease_token"] == job.lease_token and len(job.lease_token) == 32
+    assert row["locked_by"] == WORKER and row["lease_until"] > row["updated_at"]
+
+
+def test_claim_order_priority_then_age_and_delay_respected(store):
+    s = store()
+    late = s.enqueue(new_job("noop", priority=5))
+    early = s.enqueue(new_job("noop", priority=0))
+    s.enqueue(new_job("noop", priority=-1, delay=3600))  # delayed: not ready yet
+    second_early = s.enqueue(new_job("noop", priority=0))
+    order = [claim_one(s).id for _ in range(3)]
+    assert order == [early, second_early, late]
+    assert s.claim(["default"], WORKER, 30) == []
+
+
+def test_queues_are_tried_in_the_given_order(store):
+    s = store()
+    low = s.enqueue(new_job("noop", queue="low"))
+    high = s.enqueue(new_job("noop", queue="high"))
+    assert claim_one(s, queues=("high", "low")).id == high
+    assert claim_one(s, queues=("high", "low")).id == low
+
+
+def test_concurrent_claimers_never_share_a_job(store, clean_db):
+    seed = store()
+    seed.enqueue_many([new_job("noop") for _ in range(400)])
+    claimed, errors = [], []
+
+    def claimer():
+        s = store()
+        try:
+            while True:
+                jobs = s.claim(["default"], WORKER, 30, limit=3)
+                if not jobs:
+                    return
+                claimed.extend(job.id for job in jobs)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=claimer) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+    assert len(claimed) == 400 and len(set(claimed)) == 400
+    assert scalar(clean_db, "SELECT MAX(attempts) FROM prefork_jobs") == 1
+
+
+def test_stale_token_can_neither_complete_nor_fail(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop"))
+    stale = claim_one(s, lease=0.2)
+    clean_db.cursor().execute("DO SLEEP(0.3)")
+    assert s.recover_expired() == 1
+    fresh = claim_one(s)
+    assert fresh.id == job_id and fresh.lease_token != stale.lease_token
+    assert not s.complete(stale)
+    assert not s.fail(stale, "Boom", Decision(dead=True, delay=0))
+    assert not s.extend(stale, 60)
+    assert not s.release(stale)
+    with pytest.raises(LeaseLost):
+        with stale.transaction() as cursor:
+            cursor.execute("INSERT INTO ledger VALUES ('stale', %s)", (job_id,))
+    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
+    assert job_row(clean_db, job_id)["status"] == "reserved"
+    assert s.complete(fresh)
+    assert job_row(clean_db, job_id)["status"] == "done"
+
+
+def test_expired_lease_cannot_complete_even_before_recovery(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop"))
+    job = claim_one(s, lease=0.1)
+    clean_db.cursor().execute("DO SLEEP(0.2)")
+    assert not s.complete(job)
+    assert job_row(clean_db, job_id)["status"] == "reserved"
+
+
+def test_effect_and_completion_commit_together(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("ledger", key="effect-1"))
+    job = claim_one(s)
+    with job.transaction() as cursor:
+        cursor.execute("INSERT INTO ledger VALUES (%s, %s)", (job.idempotency_key, job.id))
+        # Not visible to others before the commit.
+        assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
+    assert job.finished
+    assert job_row(clean_db, job_id)["status"] == "done"
+    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 1
+
+
+def test_effect_is_rolled_back_when_the_handler_raises(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("ledger", key="effect-2"))
+    job = claim_one(s)
+    with pytest.raises(RuntimeError):
+        with job.transaction() as cursor:
+            cursor.execute("INSERT INTO ledger VALUES (%s, %s)", (job.idempotency_key, job.id))
+            raise RuntimeError("handler broke after writing")
+    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
+    assert job_row(clean_db, job_id)["status"] == "reserved"
+
+
+def test_fail_schedules_retry_or_dead(store, clean_db):
+    s = store()
+    retry_id = s.enqueue(new_job("noop"))
+    dead_id = s.enqueue(new_job("noop"))
+    assert s.fail(claim_one(s), "ValueError", Decision(dead=False, delay=3600))
+    assert s.fail(claim_one(s), "unknown job type", Decision(dead=True, delay=0))
+    retry, dead = job_row(clean_db, retry_id), job_row(clean_db, dead_id)
+    assert retry["status"] == "ready" and retry["lease_token"] is None
+    assert (retry["available_at"] - retry["updated_at"]).total_seconds() == pytest.approx(3600, abs=1)
+    assert dead["status"] == "dead" and dead["last_error"] == "unknown job type"
+    assert dead["finished_at"] is not None
+    assert s.claim(["default"], WORKER, 30) == []  # the retry waits for its backoff
+
+
+def test_release_restores_the_attempt(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop"))
+    job = claim_one(s)
+    assert s.release(job)
+    row = job_row(clean_db, job_id)
+    assert row["status"] == "ready" and row["attempts"] == 0 and row["lease_token"] is None
+    assert claim_one(s).attempt == 1
+
+
+def test_extend_pushes_the_lease_out(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop"))
+    job = claim_one(s, lease=1)
+    before = job_row(clean_db, job_id)["lease_until"]
+    assert s.extend(job, 120)
+    assert (job_row(clean_db, job_id)["lease_until"] - before).total_seconds() > 100
+
+
+def test_recover_returns_expired_leases_in_bounded_batches(store, clean_db):
+    s = store()
+    ids = [s.enqueue(new_job("noop", max_attempts=1 if i == 0 else 5)) for i in range(5)]
+    claimed = s.claim(["default"], WORKER, 0.1, limit=5)
+    live = s.enqueue(new_job("noop"))
+    claim_one(s, lease=60)
+    assert len(claimed) == 5
+    clean_db.cursor().execute("DO SLEEP(0.2)")
+    assert s.recover_expired(limit=3) == 3
+    assert s.recover_expired(limit=3) == 2
+    assert s.recover_expired() == 0
+    statuses = {job_id: job_row(clean_db, job_id)["status"] for job_id in ids}
+    assert statuses[ids[0]] == "dead"  # its only attempt was used
+    assert all(statuses[job_id] == "ready" for job_id in ids[1:])
+    assert job_row(clean_db, ids[1])["last_error"] == "lease expired"
+    assert job_row(clean_db, live)["status"] == "reserved"
+
+
+def test_retry_dead_resets_attempts(store, clean_db):
+    s = store()
+    job_id = s.enqueue(new_job("noop", queue="mail"))
+    s.fail(claim_one(s, queues=("mail",)), "Boom", Decision(dead=True, delay=0))
+    assert [row["id"] for row in s.dead_jobs()] == [job_id]
+    assert "payload" not in s.dead_jobs()[0]
+    assert s.retry_dead(queue="other") == 0
+    assert s.retry_dead([job_id]) == 1
+    row = job_row(clean_db, job_id)
+    assert row["status"] == "ready" and row["attempts"] == 0 and row["finished_at"] is None
+
+
+@pytest.mark.parametrize("query,args,index", [
+    (CLAIM_SELECT, ("default", 1), "ix_prefork_jobs_claim"),
+    (EXPIRED_SELECT, (100,), "ix_prefork_jobs_lease"),
+])
+def test_queue_queries_read_an_index_range_in_order(store, clean_db, query, args, index):
+    s = store()
+    # Enough rows in every state that a bad plan would show.
+    s.enqueue_many([new_job("noop", queue=f"q{i % 7}", priority=i % 3) for i in range(3000)])
+    s.claim([f"q{i}" for i in range(7)], WORKER, 30, limit=50)
+    clean_db.cursor().execute("ANALYZE TABLE prefork_jobs")
+    with clean_db.cursor(pymysql.cursors.DictCursor) as cursor:
+        cursor.execute("EXPLAIN " + query.replace("%s", "{}").format(
+            *(repr(arg) for arg in args)))
+        plan = cursor.fetchall()
+    assert len(plan) == 1, plan
+    row = plan[0]
+    assert row["key"] == index, row
+    assert row["type"] in ("range", "ref"), row  # never ALL (a full scan) or index (full index)
+    assert "filesort" not in (row["Extra"] or ""), row
+
+
+def test_invalid_jobs_are_refused_before_the_database(store):
+    for bad in [lambda: new_job("no spaces"), lambda: new_job("noop", queue="bad queue"),
+                lambda: new_job("noop", [1, 2]), lambda: new_job("noop", "{oops"),
+                lambda: new_job("noop", {"big": "x" * 70000}), lambda: new_job("noop", key=""),
+                lambda: new_job("noop", delay=-1), lambda: new_job("noop", priority=40000)]:
+        with pytest.raises(UserError):
+            bad()
