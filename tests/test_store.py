@@ -253,3 +253,44 @@ def test_invalid_jobs_are_refused_before_the_database(store):
                 lambda: new_job("noop", delay=-1), lambda: new_job("noop", priority=40000)]:
         with pytest.raises(UserError):
             bad()
+
+
+def test_extend_many_extends_only_live_leases_with_matching_tokens(store, clean_db):
+    s = store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(3)]
+    jobs = s.claim(["default"], WORKER, 1, limit=3)
+    wrong_token = (jobs[2].id, "0" * 32)
+    assert s.extend_many([(jobs[0].id, jobs[0].lease_token), (jobs[1].id, jobs[1].lease_token),
+                          wrong_token], 300) == 2
+    leases = [job_row(clean_db, job_id)["lease_until"] for job_id in ids]
+    assert (leases[0] - leases[2]).total_seconds() > 250
+
+
+def test_hand_back_charges_a_crash_and_poisons_after_max_crashes(store, clean_db):
+    from prefork.retry import RetryPolicy
+    s = store()
+    job_id = s.enqueue(new_job("noop", max_attempts=10))
+    policy = RetryPolicy(base=0.001, cap=0.001)
+    for crash in (1, 2):
+        job = claim_one(s)
+        assert s.hand_back(job.id, job.lease_token, "SIGKILL", policy, 3) == "ready"
+        row = job_row(clean_db, job_id)
+        assert row["crashes"] == crash and row["attempts"] == crash
+        assert row["last_error"] == "worker died: SIGKILL"
+        clean_db.cursor().execute("DO SLEEP(0.01)")
+    job = claim_one(s)
+    assert s.hand_back(job.id, "f" * 32, "SIGSEGV", policy, 3) is None
+    assert s.hand_back(job.id, job.lease_token, "SIGSEGV", policy, 3) == "dead"
+    row = job_row(clean_db, job_id)
+    assert row["last_error"] == "crashed its worker 3 times: SIGSEGV"
+
+
+def test_hand_back_uncharged_restores_the_attempt(store, clean_db):
+    from prefork.retry import RetryPolicy
+    s = store()
+    job_id = s.enqueue(new_job("noop", max_attempts=1))
+    job = claim_one(s)
+    assert s.hand_back(job.id, job.lease_token, "graceful timeout", RetryPolicy(), 3,
+                       charge=False) == "ready"
+    row = job_row(clean_db, job_id)
+    assert row["attempts"] == 0 and row["crashes"] == 0 and row["status"] == "ready"

@@ -60,6 +60,23 @@ class Store(abc.ABC):
         """Push the lease deadline out while the handler runs. False if the lease was lost."""
 
     @abc.abstractmethod
+    def extend_many(self, leases, lease_seconds):
+        """extend() for many (job_id, lease_token) pairs in one statement; returns how many held."""
+
+    @abc.abstractmethod
+    def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
+        """Return the job of a worker that died of `cause` (e.g. "SIGKILL") while holding it,
+        without waiting for its lease; last_error says "worker died: <cause>".
+
+        charge=True: the death counts against the job (a crash and a used
+        attempt): ready after backoff, or dead when out of attempts or when it
+        has now crashed `max_crashes` workers. charge=False (the supervisor
+        stopped the worker): ready now with the attempt restored.
+        No lease check: the token proves nobody else took the job. Returns the
+        new status, or None when the token no longer matches.
+        """
+
+    @abc.abstractmethod
     def recover_expired(self, limit=100):
         """Return jobs with expired leases to ready (dead when out of attempts).
         Handles at most `limit` jobs; returns how many."""

@@ -80,6 +80,23 @@ EXTEND = (
     "UPDATE prefork_jobs SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
+EXTEND_MANY = (
+    "UPDATE prefork_jobs SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'reserved'"
+    " AND lease_until > UTC_TIMESTAMP(6) AND ({pairs})")
+
+# The dead worker's job, locked by its token (no lease check: the token
+# proves nobody else took it).
+LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs"
+             " WHERE id = %s AND status = 'reserved' AND lease_token = %s FOR UPDATE")
+
+HAND_BACK = (
+    "UPDATE prefork_jobs SET status = %s, attempts = attempts - %s, crashes = crashes + %s,"
+    " last_error = %s, lease_token = NULL, lease_until = NULL,"
+    " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s")
+
 # Expired leases, oldest first, reading the lease index; SKIP LOCKED so a
 # worker finishing its job right now is never waited on.
 EXPIRED_SELECT = (
@@ -331,6 +348,24 @@ class MySQLStore(Store):
     def extend(self, job, lease_seconds):
         return self._rowcount(EXTEND, (_micros(lease_seconds), job.id, job.lease_token)) == 1
 
+    def extend_many(self, leases, lease_seconds):
+        if not leases:
+            return 0
+        pairs = " OR ".join(["(id = %s AND lease_token = %s)"] * len(leases))
+        args = [_micros(lease_seconds)] + [value for pair in leases for value in pair]
+        return self._rowcount(EXTEND_MANY.format(pairs=pairs), args)
+
+    def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
+        with self._transaction() as cursor:
+            if cursor.execute(LOCK_HELD, (job_id, lease_token)) != 1:
+                return None
+            attempts, max_attempts, crashes = cursor.fetchone()
+            status, delay, error = _hand_back_decision(attempts, max_attempts, crashes, cause,
+                                                      policy, max_crashes, charge)
+            cursor.execute(HAND_BACK, (status, 0 if charge else 1, 1 if charge else 0, error[:500],
+                                       _micros(delay), status, job_id))
+            return status
+
     def recover_expired(self, limit=100):
         with self._transaction() as cursor:
             cursor.execute(EXPIRED_SELECT, (limit,))
@@ -369,6 +404,17 @@ class MySQLStore(Store):
         with self.conn.cursor() as cursor:
             cursor.execute(COUNTS.format(queue_filter=queue_filter), args)
             return {status: count for status, count in cursor.fetchall()}
+
+
+def _hand_back_decision(attempts, max_attempts, crashes, cause, policy, max_crashes, charge):
+    """(status, delay, last_error) for the job of a worker that died of `cause` (e.g. SIGKILL)."""
+    if not charge:
+        return "ready", 0.0, f"worker stopped: {cause}"
+    crashes += 1
+    if crashes >= max_crashes:
+        return "dead", 0.0, f"crashed its worker {crashes} times: {cause}"
+    decision = policy.decide(attempts, max_attempts)
+    return ("dead" if decision.dead else "ready"), decision.delay, f"worker died: {cause}"
 
 
 def _split_statements(sql):
