@@ -26,7 +26,14 @@ def command(name, help_text, arguments=None):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line naming the problem, exit 2."""
+    """argparse, but a usage error is one line naming the problem, exit 2.
+
+    No abbreviated options: `--db-password` must not be taken for `--db-password-file`.
+    """
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
@@ -61,11 +68,18 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, DEFAULT_COMMAND)
+    for setting in SETTINGS:
+        if setting.secret and any(arg.split("=", 1)[0] == setting.flag_name for arg in argv):
+            # Refused by name, before argparse would echo the value in its error.
+            print(f"prefork-queue: error: there is no {setting.flag_name} flag: set "
+                  f"{setting.env_name} or the file setting instead", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         flags = {setting.name: getattr(args, setting.name, None) for setting in SETTINGS}
         config = load(flags, path=args.config)
         logs.configure_from(config)
+        args.flags = flags
         return args.func(args, config) or 0
     except UserError as exc:
         print(f"prefork-queue: error: {exc}", file=sys.stderr)
@@ -209,17 +223,43 @@ def _job_from_line(line, where, config):
 
 # --- working ------------------------------------------------------------------------
 
+def import_handlers(config):
+    """Import the application; refuse to work without handlers, which would send
+    every job to dead as an unknown type."""
+    registry.import_apps(config.app)
+    if not registry.registered_types():
+        raise UserError("no job handlers registered: name your handler module(s) with --app")
+
+
+@command("run", "Start the supervisor: fork --workers children and watch them (the default).")
+def run_command(args, config):
+    from .supervisor import Supervisor
+    import_handlers(config)
+    return Supervisor(config, args.flags).run()
+
+
+def _job_count(text):
+    """--max-jobs N: a whole number from 1 (0 would mean "never stop" by accident)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def _work_arguments(parser):
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="Process at most one job, then exit.")
     mode.add_argument("--stop-when-empty", action="store_true", help="Exit when no job is ready.")
-    mode.add_argument("--max-jobs", type=int, metavar="N", help="Exit after N jobs.")
+    mode.add_argument("--max-jobs", type=_job_count, metavar="N", help="Exit after N jobs.")
 
 
 @command("work", "Run the worker loop in this process, without forking (debugging, cron).",
          arguments=_work_arguments)
 def work_command(args, config):
-    registry.import_apps(config.app)
+    import_handlers(config)
     store = checked_store(config)
     worker = Worker(store, config)
 

@@ -113,6 +113,32 @@ SETTINGS = [
             "worker", metavar="Q1,Q2"),
     Setting("poll_interval", _positive_float, 1.0, "Longest sleep between polls of an empty queue.",
             "worker", metavar="S"),
+    # supervisor
+    Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
+            metavar="N"),
+    Setting("graceful_timeout", _positive_float, 30.0, "Seconds a draining child may take to "
+            "finish its job before it is killed and the job handed back.", "supervisor",
+            metavar="S"),
+    Setting("soft_timeout", _non_negative_float, 0.0, "Seconds after which a job's handler gets "
+            "a JobTimeout exception (0: none). Per type: @prefork.handler(..., soft_timeout=).",
+            "supervisor", metavar="S"),
+    Setting("hard_timeout", _non_negative_float, 0.0, "Seconds after which the supervisor kills "
+            "the child running a job (0: none). Per type: @prefork.handler(..., hard_timeout=).",
+            "supervisor", metavar="S"),
+    Setting("max_items", _non_negative_int, 0, "Recycle a child after this many jobs (0: never; "
+            "1: a fresh process per job).", "supervisor", metavar="N"),
+    Setting("max_items_jitter", _non_negative_int, 0, "Add 0..N to each child's max_items so "
+            "children do not all recycle at once.", "supervisor", metavar="N"),
+    Setting("max_memory", _non_negative_int, 0, "Recycle a child whose RSS passes this many MiB "
+            "after a job (0: never).", "supervisor", metavar="MIB"),
+    Setting("min_lifetime", _non_negative_float, 5.0, "Seconds a child lives before it may be "
+            "recycled for memory (stops a fork loop when the limit is below the baseline).",
+            "supervisor", metavar="S"),
+    Setting("max_crashes", _positive_int, 3, "Worker deaths a job may cause before it goes to "
+            "dead as a poison job.", "supervisor", metavar="N"),
+    Setting("restart_backoff_cap", _positive_float, 30.0, "Longest wait between restarts of "
+            "children that fail at start (e.g. the database is down).", "supervisor",
+            metavar="S"),
     # logging
     Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
             "readable text, or auto (text on a terminal, json otherwise).", "logging"),

@@ -20,3 +20,7 @@ class DatabaseUnavailable(UserError):
 class RejectedJob(PermanentError):
     """A job we refuse to run (unknown type, malformed payload). Its message is
     ours, never data from the job, so it may be stored as last_error."""
+
+
+class JobTimeout(Exception):
+    """Raised inside a handler when its soft timeout passes; a failed attempt, retried."""

@@ -5,10 +5,12 @@ Used as is by `prefork-queue work` and inside each forked child of the
 supervisor. The loop never handles signals itself: whoever owns the process
 calls request_stop() (a flag, safe from a signal handler).
 """
+import signal
 import time
+from contextlib import contextmanager
 
 from . import registry
-from .errors import LeaseLost, PermanentError, RejectedJob
+from .errors import JobTimeout, LeaseLost, PermanentError, RejectedJob
 from .logs import current_host_pid, error_class, event
 from .retry import RetryPolicy
 from .wakeup import Waker
@@ -25,16 +27,21 @@ class Worker:
         self.waker = Waker()
         self.stopping = False
         self.processed = 0
-        # on_state(state, job): lets the owner mirror what we do (titles, parent pipe).
-        self.on_state = on_state or (lambda state, job=None: None)
+        # on_state(state, job, outcome): lets the owner mirror what we do
+        # (titles, the parent's pipe). outcome is set when a job just ended.
+        self.on_state = on_state or (lambda state, job=None, outcome=None: None)
 
     def request_stop(self):
         """Finish the current job, then stop. Safe to call from a signal handler."""
         self.stopping = True
         self.waker.wake()
 
-    def run(self, once=False, stop_when_empty=False, max_jobs=None):
-        """Work until stopped, or per the mode; returns the number of jobs processed."""
+    def run(self, once=False, stop_when_empty=False, max_jobs=None, should_retire=None):
+        """Work until stopped, or per the mode; returns the number of jobs processed.
+
+        should_retire(), when given, is asked after each job; a truthy answer
+        ends the loop (the child uses it for max-items and max-memory).
+        """
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         idle_sleep = FIRST_IDLE_SLEEP
         while not self.stopping:
@@ -47,8 +54,11 @@ class Worker:
                 idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
                 continue
             idle_sleep = FIRST_IDLE_SLEEP
-            self.process(job)
+            outcome = self.process(job)
+            self.on_state("idle", job, outcome)
             if once or (max_jobs and self.processed >= max_jobs):
+                break
+            if should_retire and should_retire():
                 break
         event("worker_stopped", processed=self.processed, worker=self.identity)
         return self.processed
@@ -58,12 +68,12 @@ class Worker:
         return jobs[0] if jobs else None
 
     def process(self, job):
-        """Run one claimed job to its recorded outcome."""
+        """Run one claimed job to its recorded outcome: done, retry, dead, lost or released."""
         if self.stopping:
             # The stop won the race with the claim: give the job back unrun.
             if self.store.release(job):
                 event("claim_released_on_shutdown", job_id=job.id, type=job.type)
-            return
+            return "released"
         self.processed += 1
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         self.on_state("busy", job)
@@ -71,34 +81,59 @@ class Worker:
         try:
             self.run_handler(job)
         except LeaseLost:
-            event("job_lease_lost", job_id=job.id, type=job.type)
-        except RejectedJob as exc:
-            self.record_failure(job, str(exc), permanent=True)
+            return self.lease_lost(job)
+        except (RejectedJob, JobTimeout) as exc:  # our own messages, safe to store
+            return self.record_failure(job, str(exc), permanent=isinstance(exc, RejectedJob))
         except PermanentError as exc:
-            self.record_failure(job, error_class(exc), permanent=True)
+            return self.record_failure(job, error_class(exc), permanent=True)
         except Exception as exc:  # a handler's failure is the job's, not the worker's
-            self.record_failure(job, error_class(exc), permanent=False)
-        else:
-            if job.finished or self.store.complete(job):
-                event("job_completed", job_id=job.id, type=job.type,
-                      elapsed_ms=round((time.monotonic() - started) * 1000, 1))
-            else:
-                event("job_lease_lost", job_id=job.id, type=job.type)
-        self.on_state("idle")
+            return self.record_failure(job, error_class(exc), permanent=False)
+        if not (job.finished or self.store.complete(job)):
+            return self.lease_lost(job)
+        event("job_completed", job_id=job.id, type=job.type,
+              elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        return "done"
 
     def run_handler(self, job):
         handler = registry.lookup(job.type)
         if handler is None:
             raise RejectedJob("unknown job type")
         job.decode_payload(self.config.max_payload_bytes)
-        handler(job)
+        soft_timeout, _ = registry.timeouts(job.type, self.config)
+        with soft_deadline(soft_timeout):
+            handler(job)
 
     def record_failure(self, job, error, permanent):
         decision = self.policy.decide(job.attempt, job.max_attempts, permanent)
         if not self.store.fail(job, error, decision):
-            event("job_lease_lost", job_id=job.id, type=job.type)
-        elif decision.dead:
+            return self.lease_lost(job)
+        if decision.dead:
             event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error)
-        else:
-            event("job_failed", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
-                  retry_in_s=round(decision.delay, 3))
+            return "dead"
+        event("job_failed", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
+              retry_in_s=round(decision.delay, 3))
+        return "retry"
+
+    @staticmethod
+    def lease_lost(job):
+        event("job_lease_lost", job_id=job.id, type=job.type)
+        return "lost"
+
+
+@contextmanager
+def soft_deadline(seconds):
+    """Raise JobTimeout in this (main) thread if the block runs longer than `seconds`."""
+    if not seconds:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise JobTimeout(f"soft timeout after {seconds:g}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -102,3 +102,7 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def close(self):
         """Close the connection (only in the process that opened it)."""
+
+    def abandon(self):
+        """In a forked child: forget the parent's connection without closing it
+        politely (a polite close would end the session the parent still uses)."""

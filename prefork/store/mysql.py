@@ -210,6 +210,13 @@ class MySQLStore(Store):
         except pymysql.err.Error:
             pass
 
+    def abandon(self):
+        # Closing our copy of the socket's file descriptor leaves the parent's
+        # session intact; conn.close() would send COM_QUIT on the shared socket.
+        sock = getattr(self.conn, "_sock", None)
+        if sock is not None:
+            sock.close()
+
     def connection_id(self):
         return self._one("SELECT CONNECTION_ID()")[0]
 

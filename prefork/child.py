@@ -1,0 +1,184 @@
+"""What runs in a forked child: reset the parent's signal handling, open its own
+database connection, run the worker loop, and tell the parent over a pipe what
+it holds, so the parent can hand the job back if the child dies.
+
+Messages are one JSON line each, well under PIPE_BUF, so writes are atomic.
+"""
+import ctypes
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from .errors import UserError
+from .logs import error_class, event
+from .store import driver_errors, open_store
+from .titles import set_title, worker_title
+from .worker import Worker
+
+BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
+FATAL_EXIT = 4          # the worker loop hit an unexpected database error
+QUICK_EXIT = 5          # SIGQUIT: stop now; the parent hands the job back unused
+PR_SET_PDEATHSIG = 1
+PARENT_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    slot: int
+    config: object
+    report_fd: int
+    parent_pid: int
+    max_items: int       # already jittered by the parent; 0 = no limit
+
+
+def run_child(spec):
+    """Child entry point; never returns."""
+    code = FATAL_EXIT
+    try:
+        code = _child_main(spec)
+    except BaseException as exc:  # the child must never fall back into the parent's code
+        event("worker_fatal", level=logging.ERROR, error=error_class(exc))
+    finally:
+        os._exit(code)
+
+
+def _child_main(spec):
+    _reset_signals()
+    _die_with_parent()
+    if os.getppid() != spec.parent_pid:  # the parent died before prctl took effect
+        return 0
+    config = spec.config
+    reporter = Reporter(spec.report_fd)
+    title = TitleTicker(spec.slot, config.queues)
+    title.show("starting")
+    try:
+        store = open_store(config)
+        store.check_schema()
+    except (UserError,) + driver_errors() as exc:
+        event("worker_boot_failed", level=logging.ERROR, slot=spec.slot,
+              error=str(exc) if isinstance(exc, UserError) else error_class(exc))
+        return BOOT_FAILURE_EXIT
+    started = time.monotonic()
+    retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
+
+    def on_state(state, job=None, outcome=None):
+        title.show(state, job if state == "busy" else None)
+        if not reporter.send(_message(state, job, outcome)):
+            worker.request_stop()  # the parent is gone
+
+    worker = Worker(store, config, on_state=on_state)
+    signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
+    signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
+    reporter.send({"e": "ready", "connection": _connection_id(store)})
+    try:
+        worker.run(should_retire=lambda: retire.reason(worker.processed))
+    except driver_errors() as exc:
+        event("worker_fatal", level=logging.ERROR, error=error_class(exc))
+        return FATAL_EXIT
+    reason = retire.reason(worker.processed)
+    if reason and not worker.stopping:
+        # Ask to be recycled, then idle until the parent says when: it lets
+        # one child go at a time so the pool never recycles all at once.
+        title.show(f"retiring {reason}")
+        reporter.send({"e": "retire", "reason": reason})
+        while not worker.stopping:
+            worker.waker.sleep(config.poll_interval)
+    title.show("exiting")
+    store.close()
+    return 0
+
+
+def _message(state, job, outcome):
+    if state == "busy":
+        return {"e": "busy", "id": job.id, "token": job.lease_token, "type": job.type}
+    return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}
+
+
+def _connection_id(store):
+    getter = getattr(store, "connection_id", None)
+    return getter() if getter else None
+
+
+def _reset_signals():
+    """The parent alone acts on these; a terminal's Ctrl-C reaches the whole group."""
+    for signum in PARENT_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def _die_with_parent():
+    """Ask the kernel for SIGTERM when the parent dies, even by SIGKILL (Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the reporter notices the broken pipe instead
+
+
+class Reporter:
+    """The write end of the pipe to the parent."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, message):
+        """Write one message; False when the parent is gone."""
+        try:
+            os.write(self.fd, (json.dumps(message, separators=(",", ":")) + "\n").encode())
+            return True
+        except OSError:
+            return False
+
+
+class RetirePolicy:
+    """Why this child should be recycled now, if it should: max-items or max-memory."""
+
+    def __init__(self, max_items, max_memory_mib, min_lifetime, started):
+        self.max_items = max_items
+        self.max_memory_bytes = max_memory_mib * 1024 * 1024
+        self.min_lifetime = min_lifetime
+        self.started = started
+        self.process = psutil.Process()
+
+    def reason(self, processed):
+        if self.max_items and processed >= self.max_items:
+            return "max-items"
+        if self.max_memory_bytes and time.monotonic() - self.started >= self.min_lifetime \
+                and self.process.memory_info().rss > self.max_memory_bytes:
+            return "max-memory"
+        return None
+
+
+class TitleTicker:
+    """Keeps the child's title current; while busy, a thread refreshes the elapsed seconds."""
+
+    def __init__(self, slot, queues):
+        self.slot, self.queues = slot, queues
+        self.job, self.busy_since = None, 0.0
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def show(self, state, job=None):
+        with self.lock:
+            self.job, self.busy_since, self.state = job, time.monotonic(), state
+        self._render()
+        if job is not None and self.thread is None:
+            self.thread = threading.Thread(target=self._tick, daemon=True)
+            self.thread.start()
+
+    def _render(self):
+        with self.lock:
+            set_title(worker_title(self.slot, self.queues, self.state, self.job,
+                                   time.monotonic() - self.busy_since))
+
+    def _tick(self):
+        while True:
+            time.sleep(1.0)
+            if self.job is not None:
+                self._render()

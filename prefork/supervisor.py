@@ -1,0 +1,444 @@
+"""The supervisor (the parent process): fork children, watch them, keep the pool
+at its size, hand back the jobs of children that die, drain on SIGTERM,
+reload on SIGHUP.
+
+Signal handlers only record the signal and wake the main loop; everything
+else (logging, database work, forking) happens in the loop, at safe points.
+The parent never runs a handler. Its own database connection serves lease
+extension, hand-backs and lease recovery; children never use it.
+"""
+import gc
+import json
+import logging
+import os
+import random
+import select
+import signal
+import time
+
+from . import child as child_module
+from . import config as config_module
+from . import logs, registry
+from .errors import UserError
+from .logs import error_class, event
+from .retry import RetryPolicy
+from .store import driver_errors, open_store
+from .titles import master_title, set_title
+from .wakeup import Waker
+
+HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGTTIN", "SIGTTOU", "SIGUSR1",
+                   "SIGCHLD")
+QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
+FIRST_RESTART_BACKOFF = 0.5
+RECOVERY_INTERVAL_CAP = 30.0
+DB_RETRY_INTERVAL = 1.0
+TICK = 1.0                     # longest sleep of the main loop
+ROLLING_CAUSES = ("reload", "max-items", "max-memory")   # replaced one at a time
+
+
+class ChildProcess:
+    """The parent's record of one child: what it holds and why it may be stopping."""
+
+    def __init__(self, pid, slot, generation, read_fd):
+        self.pid, self.slot, self.generation, self.read_fd = pid, slot, generation, read_fd
+        self.started = time.monotonic()
+        self.buffer = b""
+        self.ready = False
+        self.job = None             # {"id", "token", "type", "since"} while busy
+        self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
+        self.stop_cause = None      # why we told it to stop; None while it is wanted
+        self.kill_reason = None     # why we killed it, if we did
+        self.charge_job = True      # does its death count against the job it holds?
+        self.deadline = None        # (monotonic time, reason, charge): SIGKILL then
+
+    @property
+    def stopping(self):
+        return self.stop_cause is not None
+
+    def read_messages(self):
+        """Decode complete lines from the pipe; returns them as dicts."""
+        try:
+            while True:
+                chunk = os.read(self.read_fd, 65536)
+                if not chunk:
+                    break
+                self.buffer += chunk
+        except BlockingIOError:
+            pass
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [json.loads(line) for line in lines if line]
+
+
+class Supervisor:
+    def __init__(self, config, flags):
+        self.config = config
+        self.flags = flags            # command-line flags win again at each reload
+        self.target = config.workers
+        self.generation = 0
+        self.children = {}
+        self.waker = Waker()
+        self.pending_signals = []
+        self.state = "running"        # running -> draining | quitting
+        self.store = None
+        self.store_retry_at = 0.0
+        self.pending_hand_backs = []
+        self.restart_failures = 0
+        self.next_spawn_at = 0.0
+        self.done = self.dead = 0
+        self.next_extend_at = self.next_recover_at = 0.0
+        self.title = None
+
+    # -- start and main loop -------------------------------------------------
+
+    def run(self):
+        """Run until drained; returns the process exit status."""
+        self.store = open_store(self.config)   # errors here stop the start, before any fork
+        self.store.check_schema()
+        self._install_signal_handlers()
+        event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
+              pid=os.getpid(), connection=getattr(self.store, "connection_id", lambda: None)())
+        # Objects imported so far are never collected in the children, so
+        # their pages stay shared copy-on-write instead of being dirtied by gc.
+        gc.freeze()
+        while self.state == "running" or self.children:
+            self._dispatch_signals()
+            self._reap()
+            self._manage()
+            self._periodic()
+            self._update_title()
+            if self.state != "running" and not self.children:
+                break
+            self._wait()
+        self._flush_hand_backs()
+        event("supervisor_stopped", done=self.done, dead=self.dead)
+        return 0
+
+    def _install_signal_handlers(self):
+        def record(signum, frame):
+            self.pending_signals.append(signum)
+            self.waker.wake()
+
+        for name in HANDLED_SIGNALS:
+            signal.signal(getattr(signal, name), record)
+
+    def _dispatch_signals(self):
+        while self.pending_signals:
+            signum = self.pending_signals.pop(0)
+            getattr(self, "handle_" + signal.Signals(signum).name.lower())()
+
+    def _wait(self):
+        fds = [self.waker.read_fd] + [c.read_fd for c in self.children.values()]
+        try:
+            ready, _, _ = select.select(fds, [], [], self._sleep_time())
+        except InterruptedError:
+            return
+        for child in list(self.children.values()):
+            if child.read_fd in ready:
+                self._handle_messages(child)
+        if self.waker.read_fd in ready:
+            self.waker.sleep(0)   # drain the wake-up bytes
+
+    def _sleep_time(self):
+        now = time.monotonic()
+        deadlines = [now + TICK, self.next_extend_at]
+        deadlines += [c.deadline[0] for c in self.children.values() if c.deadline]
+        if self.state == "running" and len(self._wanted()) < self.target:
+            deadlines.append(self.next_spawn_at)
+        return max(0.0, min(deadlines) - now)
+
+    # -- signals (one method each) --------------------------------------------
+
+    def handle_sigterm(self):
+        self._begin_drain("SIGTERM")
+
+    def handle_sigint(self):
+        if self.state == "running":
+            self._begin_drain("SIGINT")
+        else:
+            self._quick_stop("second SIGINT")
+
+    def handle_sigquit(self):
+        self._quick_stop("SIGQUIT")
+
+    def handle_sighup(self):
+        self._reload()
+
+    def handle_sigttin(self):
+        self.target += 1
+        event("workers_changed", workers=self.target, signal="SIGTTIN")
+
+    def handle_sigttou(self):
+        if self.target > 1:
+            self.target -= 1
+        event("workers_changed", workers=self.target, signal="SIGTTOU")
+
+    def handle_sigusr1(self):
+        logs.configure_from(self.config)
+        event("logs_reopened")
+
+    def handle_sigchld(self):
+        pass  # the loop reaps on every pass; the signal only woke it
+
+    # -- children: spawn, read, reap, stop ------------------------------------
+
+    def _spawn(self):
+        slot = self._free_slot()
+        read_fd, write_fd = os.pipe()
+        max_items = self.config.max_items
+        if max_items:
+            max_items += random.randint(0, self.config.max_items_jitter)
+        spec = child_module.ChildSpec(slot, self.config, write_fd, os.getpid(), max_items)
+        pid = os.fork()
+        if pid == 0:
+            self._forget_parent_resources(keep=write_fd)
+            child_module.run_child(spec)   # never returns
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd)
+        event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
+
+    def _forget_parent_resources(self, keep):
+        """In the new child: drop what belongs to the parent, without closing it politely."""
+        for other in self.children.values():
+            os.close(other.read_fd)
+        self.waker.close()
+        if self.store is not None:
+            self.store.abandon()
+            self.store = None
+
+    def _free_slot(self):
+        used = {c.slot for c in self.children.values() if not c.stopping}
+        return next(slot for slot in range(1, len(used) + 2) if slot not in used)
+
+    def _handle_messages(self, child):
+        for message in child.read_messages():
+            kind = message["e"]
+            if kind == "ready":
+                child.ready = True
+                self.restart_failures = 0
+            elif kind == "busy":
+                child.job = {"id": message["id"], "token": message["token"],
+                             "type": message["type"], "since": time.monotonic()}
+            elif kind == "idle":
+                child.job = None
+                self.done += message.get("outcome") == "done"
+                self.dead += message.get("outcome") == "dead"
+            elif kind == "retire":
+                child.retire_reason = message["reason"]
+
+    def _reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            child = self.children.pop(pid, None)
+            if child is not None:
+                self._handle_messages(child)   # what it said just before it died
+                os.close(child.read_fd)
+                self._child_exited(child, status)
+
+    def _child_exited(self, child, status):
+        status_text = _describe_status(status)
+        if child.job is not None:
+            self._hand_back(child, child.kill_reason or status_text)
+        expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
+        boot_failure = not child.ready and not child.stopping
+        event("worker_exited", level=logging.INFO if expected else logging.WARNING,
+              pid=child.pid, slot=child.slot, status=status_text,
+              reason=child.kill_reason or child.stop_cause or
+              ("boot failure" if boot_failure else "crash"))
+        if child.retire_reason and child.stop_cause == child.retire_reason:
+            event("worker_recycled", pid=child.pid, reason=child.retire_reason)
+        if boot_failure:
+            self._back_off_restarts(status_text)
+
+    def _back_off_restarts(self, cause):
+        self.restart_failures += 1
+        delay = min(self.config.restart_backoff_cap,
+                    FIRST_RESTART_BACKOFF * 2 ** (self.restart_failures - 1))
+        self.next_spawn_at = time.monotonic() + delay
+        event("restart_backoff", level=logging.WARNING, failures=self.restart_failures,
+              wait_s=round(delay, 2), reason=f"children fail at start ({cause})")
+
+    def _stop(self, child, cause):
+        """Ask a child to finish its job and exit (SIGTERM)."""
+        child.stop_cause = child.stop_cause or cause
+        _signal(child, signal.SIGTERM)
+
+    def _kill(self, child, reason, signum=signal.SIGKILL, charge=True):
+        """Stop a child now. charge: does this count against the job it holds?"""
+        child.stop_cause = child.stop_cause or reason
+        child.kill_reason, child.charge_job = reason, charge
+        _signal(child, signum)
+
+    # -- keeping the pool ------------------------------------------------------
+
+    def _wanted(self):
+        return [c for c in self.children.values() if not c.stopping]
+
+    def _manage(self):
+        if self.state != "running":
+            return
+        wanted = self._wanted()
+        for extra in sorted(wanted, key=self._retire_order)[:max(0, len(wanted) - self.target)]:
+            self._stop(extra, "scale down")
+        self._replace_one()
+        missing = self.target - len(self._wanted())
+        if missing > 0 and time.monotonic() >= self.next_spawn_at:
+            # After a failed start, probe with one child until one comes up.
+            for _ in range(1 if self.restart_failures else missing):
+                self._spawn()
+
+    def _replace_one(self):
+        """Rolling replacement for reload and recycling: one child at a time, so the
+        pool never surges past workers + 1 processes nor recycles all at once."""
+        if any(c.stop_cause in ROLLING_CAUSES for c in self.children.values()):
+            return
+        candidates = [c for c in self._wanted()
+                      if c.retire_reason or c.generation != self.generation]
+        if candidates:
+            child = min(candidates, key=self._retire_order)
+            self._stop(child, child.retire_reason or "reload")
+
+    @staticmethod
+    def _retire_order(child):
+        """Idle before busy, then oldest first."""
+        return (child.job is not None, child.started)
+
+    # -- periodic work -------------------------------------------------------------
+
+    def _periodic(self):
+        now = time.monotonic()
+        for child in list(self.children.values()):
+            if child.deadline and now >= child.deadline[0]:
+                _, reason, charge = child.deadline
+                child.deadline = None
+                self._kill(child, reason, charge=charge)
+            elif child.job and not child.kill_reason:
+                self._enforce_hard_timeout(child, now)
+        if now >= self.next_extend_at:
+            self.next_extend_at = now + self.config.lease_seconds / 3
+            self._extend_leases()
+        if now >= self.next_recover_at:
+            self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
+            recovered = self._with_store(lambda store: store.recover_expired())
+            if recovered:
+                event("leases_recovered", count=recovered)
+        self._flush_hand_backs()
+
+    def _enforce_hard_timeout(self, child, now):
+        _, hard = registry.timeouts(child.job["type"], self.config)
+        if hard and now - child.job["since"] > hard:
+            self._kill(child, f"hard timeout after {hard:g}s")
+
+    def _extend_leases(self):
+        leases = [(c.job["id"], c.job["token"]) for c in self.children.values() if c.job]
+        if leases:
+            held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
+            if held is not None and held < len(leases):
+                event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
+
+    def _hand_back(self, child, cause):
+        self.pending_hand_backs.append((child.job["id"], child.job["token"], cause,
+                                        child.charge_job))
+        child.job = None
+        self._flush_hand_backs()
+
+    def _flush_hand_backs(self):
+        """Hand back dead children's jobs; kept and retried while the database is away."""
+        policy = RetryPolicy.from_config(self.config)
+        while self.pending_hand_backs:
+            job_id, token, cause, charge = self.pending_hand_backs[0]
+            status = self._with_store(lambda store: store.hand_back(
+                job_id, token, cause, policy, self.config.max_crashes, charge=charge))
+            if status is False:
+                return
+            self.pending_hand_backs.pop(0)
+            if status:
+                event("job_handed_back", job_id=job_id, status=status, cause=cause, charged=charge)
+
+    def _with_store(self, action):
+        """Run action(store) on the parent's connection; False when the database is away.
+        A broken connection is dropped and reopened later, not fatal to the parent."""
+        if self.store is None:
+            if time.monotonic() < self.store_retry_at:
+                return False
+            try:
+                self.store = open_store(self.config)
+            except (UserError,) + driver_errors() as exc:
+                self.store_retry_at = time.monotonic() + DB_RETRY_INTERVAL
+                event("supervisor_db_unavailable", level=logging.WARNING,
+                      error=str(exc) if isinstance(exc, UserError) else error_class(exc))
+                return False
+        try:
+            return action(self.store)
+        except driver_errors() as exc:
+            event("supervisor_db_error", level=logging.WARNING, error=error_class(exc))
+            self.store.close()
+            self.store, self.store_retry_at = None, time.monotonic() + DB_RETRY_INTERVAL
+            return False
+
+    # -- stopping and reloading -------------------------------------------------------
+
+    def _begin_drain(self, why):
+        if self.state != "running":
+            return
+        self.state = "draining"
+        event("supervisor_stopping", signal=why, mode="graceful",
+              graceful_timeout_s=self.config.graceful_timeout)
+        deadline = time.monotonic() + self.config.graceful_timeout
+        for child in self.children.values():
+            self._stop(child, "shutdown")
+            child.deadline = (deadline, "graceful timeout", False)
+
+    def _quick_stop(self, why):
+        if self.state == "quitting":
+            return
+        self.state = "quitting"
+        event("supervisor_stopping", signal=why, mode="quick")
+        deadline = time.monotonic() + QUICK_STOP_GRACE
+        for child in self.children.values():
+            self._kill(child, "quick stop", signal.SIGQUIT, charge=False)
+            child.deadline = (deadline, "quick stop", False)
+
+    def _reload(self):
+        try:
+            new_config = config_module.load(self.flags, path=self.config.path)
+            registry.import_apps(new_config.app)
+        except UserError as exc:
+            event("config_reload_failed", level=logging.ERROR, error=str(exc))
+            return
+        if new_config.dsn != self.config.dsn and self.store is not None:
+            self.store.close()
+            self.store = None
+        self.config, self.target = new_config, new_config.workers
+        self.generation += 1
+        logs.configure_from(new_config)
+        event("config_reloaded", workers=self.target, queues=",".join(new_config.queues),
+              generation=self.generation)
+
+    def _update_title(self):
+        note = {"draining": "draining", "quitting": "stopping"}.get(self.state, "")
+        if not note and self.restart_failures:
+            note = f"restart backoff {max(0, self.next_spawn_at - time.monotonic()):.0f}s"
+        title = master_title(self.config.queues, len(self._wanted()), self.target,
+                             self.done, self.dead, note)
+        if title != self.title:
+            self.title = title
+            set_title(title)
+
+
+def _signal(child, signum):
+    try:
+        os.kill(child.pid, signum)
+    except ProcessLookupError:
+        pass  # already gone: the reaper will see it
+
+
+def _describe_status(status):
+    if os.WIFSIGNALED(status):
+        return signal.Signals(os.WTERMSIG(status)).name
+    return f"exit code {os.WEXITSTATUS(status)}"
