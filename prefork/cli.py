@@ -72,7 +72,7 @@ def main(argv=None):
         if setting.secret and any(arg.split("=", 1)[0] == setting.flag_name for arg in argv):
             # Refused by name, before argparse would echo the value in its error.
             print(f"prefork-queue: error: there is no {setting.flag_name} flag: set "
-                  f"{setting.env_name} or the file setting instead", file=sys.stderr)
+                  f"{setting.env_name} or use {setting.flag_name}-file", file=sys.stderr)
             return 2
     args = build_parser().parse_args(argv)
     try:
