@@ -26,6 +26,8 @@ FATAL_EXIT = 4          # the worker loop hit an unexpected database error
 QUICK_EXIT = 5          # SIGQUIT: stop now; the parent hands the job back unused
 PR_SET_PDEATHSIG = 1
 PARENT_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
+# Blocked by the parent across fork(), unblocked once the child's handlers are set.
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ def run_child(spec):
 
 def _child_main(spec):
     _reset_signals()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _die_with_parent()
     if os.getppid() != spec.parent_pid:  # the parent died before prctl took effect
         return 0
@@ -74,7 +77,7 @@ def _child_main(spec):
 
     worker = Worker(store, config, on_state=on_state)
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
-    signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
+    signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})
     try:
         worker.run(should_retire=lambda: retire.reason(worker.processed))
@@ -106,10 +109,17 @@ def _connection_id(store):
 
 
 def _reset_signals():
-    """The parent alone acts on these; a terminal's Ctrl-C reaches the whole group."""
+    """Drop the parent's handlers, which would only record signals in our copy of it.
+
+    The parent alone acts on PARENT_SIGNALS (a terminal's Ctrl-C reaches the
+    whole group). Until the worker exists, SIGTERM simply ends the child: it
+    holds no job yet, and SIGQUIT ends it at once.
+    """
     for signum in PARENT_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for signum in (signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
 
 
 def _die_with_parent():

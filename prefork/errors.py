@@ -22,5 +22,10 @@ class RejectedJob(PermanentError):
     ours, never data from the job, so it may be stored as last_error."""
 
 
+class QuickStop(BaseException):
+    """Raised inside a running handler on a quick stop (SIGQUIT). A BaseException so
+    that a handler's `except Exception` does not swallow it."""
+
+
 class JobTimeout(Exception):
     """Raised inside a handler when its soft timeout passes; a failed attempt, retried."""

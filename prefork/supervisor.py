@@ -188,16 +188,20 @@ class Supervisor:
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
         spec = child_module.ChildSpec(slot, self.config, write_fd, os.getpid(), max_items)
+        # Hold signals across fork: one arriving before the child has reset its
+        # handlers would run our handler in the child's copy of us and be lost.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, child_module.STOP_SIGNALS)
         pid = os.fork()
         if pid == 0:
-            self._forget_parent_resources(keep=write_fd)
-            child_module.run_child(spec)   # never returns
+            self._forget_parent_resources()
+            child_module.run_child(spec)   # never returns; unblocks once its handlers are set
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         os.set_blocking(read_fd, False)
         self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd)
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
 
-    def _forget_parent_resources(self, keep):
+    def _forget_parent_resources(self):
         """In the new child: drop what belongs to the parent, without closing it politely."""
         for other in self.children.values():
             os.close(other.read_fd)
@@ -216,6 +220,8 @@ class Supervisor:
             if kind == "ready":
                 child.ready = True
                 self.restart_failures = 0
+                event("worker_ready", pid=child.pid, slot=child.slot,
+                      connection=message["connection"])
             elif kind == "busy":
                 child.job = {"id": message["id"], "token": message["token"],
                              "type": message["type"], "since": time.monotonic()}
@@ -264,8 +270,12 @@ class Supervisor:
               wait_s=round(delay, 2), reason=f"children fail at start ({cause})")
 
     def _stop(self, child, cause):
-        """Ask a child to finish its job and exit (SIGTERM)."""
-        child.stop_cause = child.stop_cause or cause
+        """Ask a child to finish its job and exit (SIGTERM); after graceful_timeout it is
+        killed and its job handed back without using an attempt."""
+        if child.stop_cause is None:
+            child.stop_cause = cause
+            child.deadline = (time.monotonic() + self.config.graceful_timeout,
+                              "graceful timeout", False)
         _signal(child, signal.SIGTERM)
 
     def _kill(self, child, reason, signum=signal.SIGKILL, charge=True):
@@ -389,10 +399,8 @@ class Supervisor:
         self.state = "draining"
         event("supervisor_stopping", signal=why, mode="graceful",
               graceful_timeout_s=self.config.graceful_timeout)
-        deadline = time.monotonic() + self.config.graceful_timeout
         for child in self.children.values():
             self._stop(child, "shutdown")
-            child.deadline = (deadline, "graceful timeout", False)
 
     def _quick_stop(self, why):
         if self.state == "quitting":

@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 
 from . import registry
-from .errors import JobTimeout, LeaseLost, PermanentError, RejectedJob
+from .errors import JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
 from .logs import current_host_pid, error_class, event
 from .retry import RetryPolicy
 from .wakeup import Waker
@@ -26,6 +26,7 @@ class Worker:
         self.identity = current_host_pid()
         self.waker = Waker()
         self.stopping = False
+        self.running_handler = False
         self.processed = 0
         # on_state(state, job, outcome): lets the owner mirror what we do
         # (titles, the parent's pipe). outcome is set when a job just ended.
@@ -35,6 +36,13 @@ class Worker:
         """Finish the current job, then stop. Safe to call from a signal handler."""
         self.stopping = True
         self.waker.wake()
+
+    def request_quick_stop(self):
+        """Stop now: a running handler is interrupted and its job released unused.
+        Safe to call from a signal handler (that is where QuickStop is raised)."""
+        self.request_stop()
+        if self.running_handler:
+            raise QuickStop()
 
     def run(self, once=False, stop_when_empty=False, max_jobs=None, should_retire=None):
         """Work until stopped, or per the mode; returns the number of jobs processed.
@@ -75,11 +83,13 @@ class Worker:
                 event("claim_released_on_shutdown", job_id=job.id, type=job.type)
             return "released"
         self.processed += 1
+        self.on_state("busy", job)   # first: the parent must know what we hold
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
-        self.on_state("busy", job)
         started = time.monotonic()
         try:
             self.run_handler(job)
+        except QuickStop:
+            return self.release_interrupted(job)
         except LeaseLost:
             return self.lease_lost(job)
         except (RejectedJob, JobTimeout) as exc:  # our own messages, safe to store
@@ -100,8 +110,20 @@ class Worker:
             raise RejectedJob("unknown job type")
         job.decode_payload(self.config.max_payload_bytes)
         soft_timeout, _ = registry.timeouts(job.type, self.config)
-        with soft_deadline(soft_timeout):
-            handler(job)
+        self.running_handler = True
+        try:
+            with soft_deadline(soft_timeout):
+                handler(job)
+        finally:
+            self.running_handler = False
+
+    def release_interrupted(self, job):
+        if job.finished:
+            return "done"
+        if self.store.release(job):
+            event("claim_released_on_shutdown", job_id=job.id, type=job.type, interrupted=True)
+            return "released"
+        return self.lease_lost(job)
 
     def record_failure(self, job, error, permanent):
         decision = self.policy.decide(job.attempt, job.max_attempts, permanent)

@@ -1,0 +1,43 @@
+"""Handlers for supervisor tests: slow jobs, crashing jobs, leaking jobs."""
+import os
+import signal
+import time
+
+import prefork
+
+_hoard = []
+
+
+def write_ledger(job):
+    with job.transaction() as cursor:
+        cursor.execute("INSERT INTO ledger (idempotency_key, job_id) VALUES (%s, %s)",
+                       (job.idempotency_key, job.id))
+
+
+@prefork.handler("slow_ledger")
+def slow_ledger(job):
+    """Sleeps payload['seconds'], then writes its ledger row with the completion."""
+    time.sleep(float(job.payload.get("seconds", 1)))
+    write_ledger(job)
+
+
+@prefork.handler("segv")
+def segv(job):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+@prefork.handler("hog")
+def hog(job):
+    """Keeps 30 MiB more per job, as a leaky handler would."""
+    _hoard.append(bytearray(30 * 1024 * 1024))
+    write_ledger(job)
+
+
+@prefork.handler("stuck", hard_timeout=1)
+def stuck(job):
+    time.sleep(60)
+
+
+@prefork.handler("dawdle", soft_timeout=0.5)
+def dawdle(job):
+    time.sleep(60)

@@ -1,0 +1,275 @@
+"""The pre-fork supervisor, watched from outside: real processes, real signals, real MariaDB."""
+import signal
+import time
+
+import psutil
+import pytest
+
+from conftest import job_row, scalar, wait_until
+from harness import SupervisorProcess, process_gone, wait_gone
+from prefork.jobs import new_job
+
+APPS = "--app", "ledger_app,supervised_app"
+
+
+@pytest.fixture
+def supervisor(tmp_path, migrated, clean_db):
+    started = []
+
+    def start(*args, **kwargs):
+        sup = SupervisorProcess(tmp_path, migrated, *APPS, *args, name=f"sup{len(started)}",
+                                **kwargs)
+        started.append(sup)
+        return sup
+
+    yield start
+    for sup in started:
+        sup.kill_all()
+
+
+@pytest.fixture
+def enqueue(store):
+    s = store()
+
+    def add(job_type, payload=None, **kwargs):
+        return s.enqueue(new_job(job_type, payload or {}, **kwargs))
+    return add
+
+
+def busy_child(sup, job_id, timeout=10):
+    """The pid of the child running job_id, read from the job row's locked_by (host:pid)."""
+    return sup.wait_event("job_claimed", job_id=job_id, timeout=timeout)[0]["pid"]
+
+
+def ledger_count(conn):
+    return scalar(conn, "SELECT COUNT(*) FROM ledger")
+
+
+def test_children_each_open_their_own_connection(supervisor):
+    sup = supervisor("--workers", "3")
+    ready = sup.wait_event("worker_ready", count=3)
+    parent_connection = sup.events("supervisor_started")[0]["connection"]
+    connections = [event["connection"] for event in ready]
+    assert len(set(connections)) == 3 and parent_connection not in connections
+    assert {event["pid"] for event in ready} == {child.pid for child in sup.wait_children(3)}
+
+
+def test_sigkill_of_a_busy_child_hands_its_job_back_at_once(supervisor, enqueue, clean_db):
+    job_id = enqueue("slow_ledger", {"seconds": 30}, key="k1")
+    sup = supervisor("--workers", "2", "--retry-base", "0.01")
+    pid = busy_child(sup, job_id)
+    killed_at = time.monotonic()
+    psutil.Process(pid).kill()
+    wait_until(lambda: job_row(clean_db, job_id)["status"] != "reserved", timeout=1.0,
+               message="job handed back within 1 s")
+    row = job_row(clean_db, job_id)
+    assert row["last_error"] == "worker died: SIGKILL" and row["crashes"] == 1
+    assert time.monotonic() - killed_at < 1.0
+    replacement = sup.wait_children(2)
+    assert pid not in {child.pid for child in replacement}
+    exited = sup.wait_event("worker_exited", pid=pid)[0]
+    assert exited["status"] == "SIGKILL" and exited["reason"] == "crash"
+    assert process_gone(pid)  # reaped: no zombie left
+
+
+def test_a_job_that_keeps_killing_its_worker_is_poison(supervisor, enqueue, clean_db):
+    job_id = enqueue("segv", max_attempts=10)
+    ok_id = enqueue("slow_ledger", {"seconds": 0}, key="survivor")
+    sup = supervisor("--workers", "2", "--retry-base", "0.01", "--max-crashes", "3")
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "dead", timeout=20,
+               message="poison job dead")
+    row = job_row(clean_db, job_id)
+    assert row["last_error"] == "crashed its worker 3 times: SIGSEGV"
+    assert row["attempts"] == 3
+    assert wait_until(lambda: job_row(clean_db, ok_id)["status"] == "done")
+    sup.wait_children(2)
+
+
+def test_children_leave_when_the_parent_is_killed(supervisor, enqueue, clean_db):
+    job_id = enqueue("slow_ledger", {"seconds": 1}, key="orphan-check")
+    sup = supervisor("--workers", "3")
+    busy_child(sup, job_id)
+    children = [child.pid for child in sup.wait_children(3)]
+    sup.proc.kill()
+    sup.proc.wait(5)
+    wait_gone(children, timeout=3)  # PDEATHSIG: idle ones at once, the busy one after its job
+    assert job_row(clean_db, job_id)["status"] == "done"  # it finished its job first
+    assert ledger_count(clean_db) == 1
+
+
+def test_sigterm_drains_running_jobs_and_exits_zero(supervisor, enqueue, clean_db):
+    job_id = enqueue("slow_ledger", {"seconds": 1.5}, key="drain")
+    sup = supervisor("--workers", "2")
+    busy_child(sup, job_id)
+    children = [child.pid for child in sup.children()]
+    sup.signal(signal.SIGTERM)
+    assert sup.wait_exit(20) == 0
+    assert job_row(clean_db, job_id)["status"] == "done"
+    assert ledger_count(clean_db) == 1
+    wait_gone(children)
+    assert sup.events("supervisor_stopped")
+
+
+def test_graceful_timeout_kills_stragglers_and_gives_the_attempt_back(supervisor, enqueue, clean_db):
+    job_id = enqueue("slow_ledger", {"seconds": 60}, key="straggler")
+    sup = supervisor("--workers", "1", "--graceful-timeout", "1")
+    busy_child(sup, job_id)
+    sup.signal(signal.SIGTERM)
+    assert sup.wait_exit(10) == 0
+    row = job_row(clean_db, job_id)
+    assert row["status"] == "ready" and row["attempts"] == 0 and row["crashes"] == 0
+    assert row["last_error"] == "worker stopped: graceful timeout"
+
+
+@pytest.mark.parametrize("how", ["SIGQUIT", "double SIGINT"])
+def test_quick_stop_returns_jobs_without_using_an_attempt(supervisor, enqueue, clean_db, how):
+    job_id = enqueue("slow_ledger", {"seconds": 60}, key="quick")
+    sup = supervisor("--workers", "2")
+    busy_child(sup, job_id)
+    if how == "SIGQUIT":
+        sup.signal(signal.SIGQUIT)
+    else:
+        sup.signal(signal.SIGINT)
+        sup.wait_event("supervisor_stopping")
+        sup.signal(signal.SIGINT)
+    assert sup.wait_exit(10) == 0
+    row = job_row(clean_db, job_id)
+    assert row["status"] == "ready" and row["attempts"] == 0
+    assert ledger_count(clean_db) == 0
+
+
+def test_sighup_applies_a_new_worker_count_rolling(supervisor, tmp_path):
+    sup = supervisor(config_text="[prefork-queue]\nworkers = 2\n")
+    old = {child.pid for child in sup.wait_children(2)}
+    sup.config_path.write_text("[prefork-queue]\nworkers = 3\n")
+    sup.signal(signal.SIGHUP)
+    sup.wait_event("config_reloaded", workers=3)
+    peak = 0
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        kids = {child.pid for child in sup.children()}
+        peak = max(peak, len(kids))
+        if len(kids) == 3 and not kids & old:
+            break
+        time.sleep(0.01)
+    assert len(kids) == 3 and not kids & old, "all children replaced by the new generation"
+    assert peak <= 4, f"the reload surged to {peak} children"
+
+
+def test_sighup_with_an_invalid_file_keeps_the_old_config(supervisor):
+    sup = supervisor(config_text="[prefork-queue]\nworkers = 2\n")
+    old = {child.pid for child in sup.wait_children(2)}
+    sup.config_path.write_text("[prefork-queue]\nworkers = lots\n")
+    sup.signal(signal.SIGHUP)
+    failed = sup.wait_event("config_reload_failed")[0]
+    assert "workers" in failed["error"]
+    time.sleep(0.3)  # give a wrong reaction the time to show
+    assert {child.pid for child in sup.children()} == old
+    assert sup.proc.poll() is None
+
+
+def test_ttin_and_ttou_add_and_remove_a_worker(supervisor):
+    sup = supervisor("--workers", "2")
+    sup.wait_children(2)
+    sup.signal(signal.SIGTTIN)
+    sup.wait_children(3)
+    sup.signal(signal.SIGTTOU)
+    sup.wait_children(2)  # signals of one kind sent together may merge: one at a time
+    sup.signal(signal.SIGTTOU)
+    sup.wait_children(1)
+    assert "workers 1/1" in sup.title(sup.pid)
+
+
+def test_max_items_recycles_one_child_at_a_time_without_losing_jobs(supervisor, enqueue,
+                                                                       clean_db):
+    ids = [enqueue("slow_ledger", {"seconds": 0}, key=f"r{i}") for i in range(30)]
+    sup = supervisor("--workers", "3", "--max-items", "2", "--max-items-jitter", "1")
+    peak = 0
+    while ledger_count(clean_db) < 30:
+        peak = max(peak, len(sup.children()))
+        assert sup.proc.poll() is None
+        time.sleep(0.005)
+    assert peak <= 4, f"{peak} children at once"
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'"
+                  " AND attempts = 1") == 30
+    assert len(sup.events("worker_recycled")) >= 9
+    assert {e["reason"] for e in sup.events("worker_recycled")} == {"max-items"}
+    assert job_row(clean_db, ids[-1])["crashes"] == 0
+
+
+def test_max_items_one_gives_each_job_a_fresh_process(supervisor, enqueue, clean_db):
+    for i in range(6):
+        enqueue("slow_ledger", {"seconds": 0}, key=f"fresh{i}")
+    sup = supervisor("--workers", "2", "--max-items", "1")
+    wait_until(lambda: ledger_count(clean_db) == 6, timeout=20)
+    pids = [event["pid"] for event in sup.events("job_claimed")]
+    assert len(pids) == 6 and len(set(pids)) == 6
+
+
+def test_max_memory_recycles_a_leaking_child(supervisor, enqueue, clean_db):
+    for i in range(4):
+        enqueue("hog", key=f"hog{i}")
+    sup = supervisor("--workers", "1", "--max-memory", "60", "--min-lifetime", "0")
+    wait_until(lambda: ledger_count(clean_db) == 4, timeout=20)
+    recycled = sup.wait_event("worker_recycled", reason="max-memory")
+    assert recycled
+    assert scalar(clean_db, "SELECT MAX(attempts) FROM prefork_jobs") == 1
+
+
+def test_hard_timeout_kills_the_child_and_counts_an_attempt(supervisor, enqueue, clean_db):
+    job_id = enqueue("stuck", max_attempts=5)
+    sup = supervisor("--workers", "1", "--retry-base", "60")
+    pid = busy_child(sup, job_id)
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "ready", timeout=5,
+               message="hard-timed-out job handed back")
+    row = job_row(clean_db, job_id)
+    assert row["last_error"] == "worker died: hard timeout after 1s" and row["attempts"] == 1
+    wait_gone([pid])
+    replacement = sup.wait_children(1)
+    assert replacement[0].pid != pid
+
+
+def test_soft_timeout_interrupts_the_handler(supervisor, enqueue, clean_db):
+    job_id = enqueue("dawdle", max_attempts=1)
+    sup = supervisor("--workers", "1")
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "dead", timeout=5)
+    assert job_row(clean_db, job_id)["last_error"] == "soft timeout after 0.5s"
+    sup.wait_children(1)
+    assert not sup.events("worker_exited")  # the child survived its job's timeout
+
+
+def test_a_job_longer_than_its_lease_keeps_it(supervisor, enqueue, clean_db):
+    job_id = enqueue("slow_ledger", {"seconds": 2.5}, key="long")
+    supervisor("--workers", "2", "--lease-seconds", "1")
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "done", timeout=10)
+    row = job_row(clean_db, job_id)
+    assert row["attempts"] == 1 and row["last_error"] is None
+    assert ledger_count(clean_db) == 1
+
+
+def test_titles_show_what_each_process_does(supervisor, enqueue):
+    job_id = enqueue("slow_ledger", {"seconds": 3}, key="title")
+    sup = supervisor("--workers", "2", "--queues", "default,mail")
+    busy = busy_child(sup, job_id)
+    sup.wait_children(2)
+    assert wait_until(lambda: "workers 2/2" in sup.title(sup.pid))
+    parent = sup.title(sup.pid)
+    assert parent.startswith("prefork-queue master [default,mail] workers 2/2 done 0 dead 0")
+    busy_title = wait_until(lambda: (lambda t: t if " 1s" in t or " 2s" in t else None)(
+        sup.title(busy)), timeout=3)
+    assert busy_title.startswith("prefork-queue worker ") and \
+        f"[default,mail] busy job {job_id} slow_ledger" in busy_title
+    idle = [child.pid for child in sup.children() if child.pid != busy][0]
+    assert sup.title(idle).endswith("[default,mail] idle")
+    wait_until(lambda: "done 1 dead 0" in sup.title(sup.pid), timeout=10)
+    for pid in [sup.pid, busy, idle]:
+        assert "mysql://" not in sup.title(pid)
+
+
+def test_start_fails_cleanly_before_forking(tmp_path, migrated):
+    from conftest import run_cli
+    result = run_cli("run", "--app", "no_such_module_xyz", dsn=migrated)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "no_such_module_xyz" in result.stderr
+    result = run_cli("run", "--app", "ledger_app", "--workers", "0", dsn=migrated)
+    assert result.returncode == 2 and "workers" in result.stderr and "Traceback" not in result.stderr
