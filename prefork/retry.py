@@ -34,3 +34,18 @@ class RetryPolicy:
         if permanent or attempt >= max_attempts:
             return Decision(dead=True, delay=0.0)
         return Decision(dead=False, delay=self.backoff(attempt))
+
+
+def hand_back_decision(attempts, max_attempts, crashes, cause, policy, max_crashes, charge):
+    """(status, delay, last_error) for the job of a worker that died of `cause` (e.g. SIGKILL).
+
+    Shared by every store's hand_back(), so the backends cannot disagree on
+    when a crashing job is retried and when it is poison.
+    """
+    if not charge:
+        return "ready", 0.0, f"worker stopped: {cause}"
+    crashes += 1
+    if crashes >= max_crashes:
+        return "dead", 0.0, f"crashed its worker {crashes} times: {cause}"
+    decision = policy.decide(attempts, max_attempts)
+    return ("dead" if decision.dead else "ready"), decision.delay, f"worker died: {cause}"

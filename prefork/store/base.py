@@ -6,6 +6,31 @@ its SQL to itself. Every state change is one guarded statement or one
 transaction, and the methods that can lose a race say so in their result.
 """
 import abc
+from importlib import resources
+
+from ..jobs import Job
+
+# The columns a claim reads, in the order claimed_job() unpacks them.
+CLAIMED_COLUMNS = "id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
+
+
+def claimed_job(row, token, store):
+    """The Job a claim hands out, from a row of CLAIMED_COLUMNS read before the reservation."""
+    job_id, job_type, queue, payload, attempts, max_attempts, key, crashes = row
+    return Job(id=job_id, type=job_type, queue=queue, payload_text=payload,
+               attempt=attempts + 1, max_attempts=max_attempts, idempotency_key=key,
+               lease_token=token, crashes=crashes, _store=store)
+
+
+def packaged_migrations(dialect):
+    """[(version, name, sql)] from the packaged schema/<dialect>/NNNN_name.sql files, in order."""
+    folder = resources.files("prefork") / "schema" / dialect
+    found = []
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
+    return found
 
 
 class Store(abc.ABC):

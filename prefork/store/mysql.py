@@ -9,20 +9,18 @@ import re
 import secrets
 import time
 from contextlib import contextmanager
-from importlib import resources
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 from pymysql.constants import ER
 
 from ..errors import DatabaseUnavailable, LeaseLost, UserError
-from ..jobs import Job
-from .base import Store
+from ..retry import hand_back_decision
+from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CLAIM_RETRIES = 5
 MIGRATION_LOCK = "prefork_queue_migrate"
-JOB_COLUMNS = "id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
 
 # --- named queries -----------------------------------------------------------
 
@@ -43,7 +41,7 @@ ENQUEUE_MANY = ENQUEUE.replace("id = LAST_INSERT_ID(id)", "id = id")
 # skipping rows other claimers hold. FORCE INDEX: the optimizer must never
 # choose a filesort here, which would lock every row it scans.
 CLAIM_SELECT = (
-    f"SELECT {JOB_COLUMNS} FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    f"SELECT {CLAIMED_COLUMNS} FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
     " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
 
@@ -245,13 +243,7 @@ class MySQLStore(Store):
     @staticmethod
     def migrations():
         """[(version, name, sql)] from the packaged schema/mysql/NNNN_name.sql files."""
-        folder = resources.files("prefork") / "schema" / "mysql"
-        found = []
-        for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-            if entry.name.endswith(".sql"):
-                version = int(entry.name.split("_", 1)[0])
-                found.append((version, entry.name, entry.read_text(encoding="utf-8")))
-        return found
+        return packaged_migrations("mysql")
 
     def migrate(self):
         # DDL commits implicitly in MySQL, so two hosts are kept apart by a
@@ -325,7 +317,7 @@ class MySQLStore(Store):
                 for row in cursor.fetchall():
                     token = secrets.token_hex(16)
                     cursor.execute(CLAIM_RESERVE, (token, _micros(lease_seconds), worker, row[0]))
-                    jobs.append(_job_from_row(row, token, self))
+                    jobs.append(claimed_job(row, token, self))
                 if len(jobs) >= limit:
                     break
         return jobs
@@ -367,8 +359,8 @@ class MySQLStore(Store):
             if cursor.execute(LOCK_HELD, (job_id, lease_token)) != 1:
                 return None
             attempts, max_attempts, crashes = cursor.fetchone()
-            status, delay, error = _hand_back_decision(attempts, max_attempts, crashes, cause,
-                                                      policy, max_crashes, charge)
+            status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
+                                                     policy, max_crashes, charge)
             cursor.execute(HAND_BACK, (status, 0 if charge else 1, 1 if charge else 0, error[:500],
                                        _micros(delay), status, job_id))
             return status
@@ -413,17 +405,6 @@ class MySQLStore(Store):
             return {status: count for status, count in cursor.fetchall()}
 
 
-def _hand_back_decision(attempts, max_attempts, crashes, cause, policy, max_crashes, charge):
-    """(status, delay, last_error) for the job of a worker that died of `cause` (e.g. SIGKILL)."""
-    if not charge:
-        return "ready", 0.0, f"worker stopped: {cause}"
-    crashes += 1
-    if crashes >= max_crashes:
-        return "dead", 0.0, f"crashed its worker {crashes} times: {cause}"
-    decision = policy.decide(attempts, max_attempts)
-    return ("dead" if decision.dead else "ready"), decision.delay, f"worker died: {cause}"
-
-
 def _split_statements(sql):
     """Split a schema file on semicolons that end a line (our files have no procedures)."""
     lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
@@ -439,13 +420,6 @@ def enqueue_on(cursor, new_job):
     """Insert on the caller's cursor, inside the caller's transaction; never commits."""
     cursor.execute(ENQUEUE, _enqueue_args(new_job))
     return cursor.lastrowid
-
-
-def _job_from_row(row, token, store):
-    job_id, job_type, queue, payload, attempts, max_attempts, key, crashes = row
-    return Job(id=job_id, type=job_type, queue=queue, payload_text=payload,
-               attempt=attempts + 1, max_attempts=max_attempts, idempotency_key=key,
-               lease_token=token, crashes=crashes, _store=store)
 
 
 def grant_statements(user, host, database):
