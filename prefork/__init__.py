@@ -10,7 +10,12 @@ Application API:
             cursor.execute("INSERT INTO reports ...", (...))
 
     prefork.enqueue(conn, "report.generate", {"id": 7}, key="report-7")
+
+`conn` and `cursor` are the backend's own: PyMySQL (%s placeholders) or, with a
+sqlite:/// DSN, sqlite3 (? placeholders).
 """
+from contextlib import closing
+
 from .errors import LeaseLost, PermanentError
 from .jobs import Job, new_job
 from .registry import handler
@@ -21,12 +26,21 @@ __all__ = ["handler", "enqueue", "Job", "PermanentError", "LeaseLost"]
 
 def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
             priority=0, max_attempts=5, max_payload_bytes=65536):
-    """Enqueue on the application's own PyMySQL connection, inside its open
-    transaction; does not commit, so the caller's row and its job commit together.
+    """Enqueue on the application's own connection (PyMySQL or sqlite3), inside its
+    open transaction; does not commit, so the caller's row and its job commit together.
     Returns the job id (the existing one for a repeated queue and key)."""
-    from .store.mysql import enqueue_on
     job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
                   priority=priority, max_attempts=max_attempts,
                   max_payload_bytes=max_payload_bytes)
-    with conn.cursor() as cursor:
-        return enqueue_on(cursor, job)
+    with closing(conn.cursor()) as cursor:
+        return _enqueue_on_for(conn)(cursor, job)
+
+
+def _enqueue_on_for(conn):
+    """The enqueue_on of the backend that speaks `conn`'s dialect (its SQL stays there)."""
+    import sqlite3
+    if isinstance(conn, sqlite3.Connection):
+        from .store.sqlite import enqueue_on
+    else:
+        from .store.mysql import enqueue_on
+    return enqueue_on

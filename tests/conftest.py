@@ -1,10 +1,16 @@
-"""Shared fixtures: a real MariaDB/MySQL server, a fresh database per test run.
+"""Shared fixtures: a real MariaDB/MySQL server, a fresh database per test run,
+and a fresh SQLite file per test.
 
 The server on 127.0.0.1:3306 is started when it is not running. Nothing here
 depends on what an earlier run left behind: each run creates its own database
 and drops it at the end.
+
+`store`, `clean_db`, `make_config`, `migrated` and `dsn` are MySQL's. For the
+contract suite that runs on every backend, `backend` is parametrized, and
+`backend_store` (an opener like `store`) and `db` (a TestDatabase) follow it.
 """
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +22,9 @@ import pytest
 
 from prefork import config as config_module
 from prefork.store.mysql import MySQLStore
+from prefork.store.sqlite import SQLiteStore, decode_times, parse_dsn
+
+BACKENDS = ("mysql", "sqlite")
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = Path(__file__).resolve().parent / "apps"
@@ -97,14 +106,33 @@ def migrated(dsn):
     return dsn
 
 
+def _config_maker(dsn):
+    """make(**overrides) -> Config for `dsn`; keyword arguments override settings."""
+    def make(**overrides):
+        flags = {"dsn": dsn, **{key: str(value) if not isinstance(value, list) else ",".join(value)
+                                for key, value in overrides.items()}}
+        return config_module.load(flags, environ={})
+    return make
+
+
+def _store_opener(store_class, make_config):
+    """Fixture body: yields open_one(**overrides) and closes every store it opened."""
+    stores = []
+
+    def open_one(**overrides):
+        opened = store_class(make_config(**overrides))
+        stores.append(opened)
+        return opened
+
+    yield open_one
+    for opened in stores:
+        opened.close()
+
+
 @pytest.fixture
 def make_config(migrated):
     """Config for the test database; keyword arguments override settings."""
-    def make(**overrides):
-        flags = {"dsn": migrated, **{key: str(value) if not isinstance(value, list) else ",".join(value)
-                                      for key, value in overrides.items()}}
-        return config_module.load(flags, environ={})
-    return make
+    return _config_maker(migrated)
 
 
 @pytest.fixture
@@ -122,16 +150,66 @@ def clean_db(migrated):
 
 @pytest.fixture
 def store(make_config, clean_db):
-    stores = []
+    yield from _store_opener(MySQLStore, make_config)
 
-    def open_one(**overrides):
-        opened = MySQLStore(make_config(**overrides))
-        stores.append(opened)
-        return opened
 
-    yield open_one
-    for opened in stores:
-        opened.close()
+# --- SQLite: a fresh file per test -------------------------------------------------
+
+@pytest.fixture
+def sqlite_dsn(tmp_path):
+    """sqlite:////tmp/.../queue.db: tmp_path is absolute, hence the fourth slash."""
+    return f"sqlite:///{tmp_path / 'queue.db'}"
+
+
+@pytest.fixture
+def sqlite_migrated(sqlite_dsn):
+    """The SQLite file with its schema (the first open applies it)."""
+    SQLiteStore(config_module.load({"dsn": sqlite_dsn}, environ={})).close()
+    return sqlite_dsn
+
+
+@pytest.fixture
+def make_sqlite_config(sqlite_migrated):
+    return _config_maker(sqlite_migrated)
+
+
+@pytest.fixture
+def sqlite_db(sqlite_migrated):
+    """A SQLiteTestDatabase on the migrated file, with the ledger test table."""
+    db = SQLiteTestDatabase(parse_dsn(sqlite_migrated))
+    db.execute("CREATE TABLE ledger (idempotency_key TEXT NOT NULL PRIMARY KEY,"
+               " job_id INTEGER NOT NULL)")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def sqlite_store(make_sqlite_config, sqlite_db):
+    yield from _store_opener(SQLiteStore, make_sqlite_config)
+
+
+# --- one suite, every backend -----------------------------------------------------------
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def backend_store(backend, request):
+    """Like `store`, on the backend under test: opens stores on an empty queue."""
+    return request.getfixturevalue("store" if backend == "mysql" else "sqlite_store")
+
+
+@pytest.fixture
+def mysql_db(clean_db, migrated):
+    return MySQLTestDatabase(clean_db, migrated.rsplit("/", 1)[1])
+
+
+@pytest.fixture
+def db(backend, request):
+    """A TestDatabase on the backend under test (the same queue `backend_store` opens)."""
+    return request.getfixturevalue(f"{backend}_db")
 
 
 def cli_env(dsn=None, **extra):
@@ -159,3 +237,73 @@ def scalar(conn, sql, args=None):
     with conn.cursor() as cursor:
         cursor.execute(sql, args)
         return cursor.fetchone()[0]
+
+
+# Test access to the queue behind the store's back, the same on every backend
+# (the `db` fixture): row(), scalar(), execute(), sleep(), app_connection().
+# SQL is written with %s placeholders, as PyMySQL takes them; sql() adapts a
+# statement for a connection of the backend, e.g. job.transaction()'s cursor.
+
+class MySQLTestDatabase:
+    backend = "mysql"
+
+    def __init__(self, conn, database):
+        self.conn = conn
+        self.database = database
+
+    def sql(self, text):
+        return text
+
+    def row(self, job_id):
+        """The job's row as a dict (times as naive UTC datetimes), or None."""
+        return job_row(self.conn, job_id)
+
+    def scalar(self, sql, args=None):
+        return scalar(self.conn, sql, args)
+
+    def execute(self, sql, args=None):
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, args)
+
+    def sleep(self, seconds):
+        """Let `seconds` pass on the clock that leases are measured by (the server's)."""
+        self.execute("DO SLEEP(%s)", (seconds,))
+
+    def app_connection(self):
+        """A connection as an application holds it: its own transaction, uncommitted."""
+        return admin_connection(database=self.database, autocommit=False)
+
+
+class SQLiteTestDatabase:
+    backend = "sqlite"
+
+    def __init__(self, path):
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=10)
+        self.path = path
+
+    def sql(self, text):
+        return text.replace("%s", "?")
+
+    def row(self, job_id):
+        cursor = self.conn.execute("SELECT * FROM prefork_jobs WHERE id = ?", (job_id,))
+        found = cursor.fetchone()
+        names = [column[0] for column in cursor.description]
+        return decode_times(dict(zip(names, found))) if found else None
+
+    def scalar(self, sql, args=None):
+        return self.conn.execute(self.sql(sql), args or ()).fetchone()[0]
+
+    def execute(self, sql, args=None):
+        self.conn.execute(self.sql(sql), args or ())
+
+    def sleep(self, seconds):
+        # SQLite leases are measured by this host's clock.
+        time.sleep(seconds)
+
+    def app_connection(self):
+        # sqlite3's default mode opens a transaction at the first INSERT and
+        # leaves the commit or rollback to the application.
+        return sqlite3.connect(self.path, timeout=10)
+
+    def close(self):
+        self.conn.close()

@@ -1,4 +1,10 @@
-"""The store contract on a real MariaDB/MySQL server: points 1-5, 7 of PRODUCT.md."""
+"""The store contract, points 1-5 and 7 of PRODUCT.md, on every backend.
+
+Each test runs once on a real MariaDB/MySQL server and once on a SQLite file
+(the `backend` fixture), so a behaviour cannot drift between them. The
+EXPLAIN checks are per backend; SQLite's multi-process tests are in
+test_sqlite.py.
+"""
 import threading
 
 import pymysql
@@ -8,8 +14,8 @@ import prefork
 from prefork.errors import LeaseLost, UserError
 from prefork.jobs import new_job
 from prefork.retry import Decision
-from prefork.store.mysql import CLAIM_SELECT, EXPIRED_SELECT
-from conftest import admin_connection, job_row, scalar
+from prefork.store import mysql as mysql_store
+from prefork.store import sqlite as sqlite_store
 
 WORKER = "test-host:1"
 
@@ -20,50 +26,50 @@ def claim_one(store, lease=30.0, queues=("default",)):
     return jobs[0]
 
 
-def test_same_queue_and_key_returns_the_same_job(store, clean_db):
-    s = store()
+def test_same_queue_and_key_returns_the_same_job(backend_store, db):
+    s = backend_store()
     first = s.enqueue(new_job("noop", {"n": 1}, key="order-7"))
     again = s.enqueue(new_job("noop", {"n": 2}, key="order-7"))
     other_queue = s.enqueue(new_job("noop", {"n": 1}, key="order-7", queue="mail"))
     assert again == first
     assert other_queue != first
-    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs") == 2
-    assert job_row(clean_db, first)["payload"] == '{"n":1}'
+    assert db.scalar("SELECT COUNT(*) FROM prefork_jobs") == 2
+    assert db.row(first)["payload"] == '{"n":1}'
 
 
-def test_bulk_enqueue_counts_only_new_rows(store, clean_db):
-    s = store()
+def test_bulk_enqueue_counts_only_new_rows(backend_store, db):
+    s = backend_store()
     s.enqueue(new_job("noop", key="k1"))
     added = s.enqueue_many([new_job("noop", key=f"k{i}") for i in range(5)] + [new_job("noop")])
     assert added == 5  # k1 existed already; the keyless job is new
-    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs") == 6
+    assert db.scalar("SELECT COUNT(*) FROM prefork_jobs") == 6
 
 
-def test_enqueue_rides_on_the_callers_transaction(clean_db, migrated):
-    conn = admin_connection(database=migrated.rsplit("/", 1)[1], autocommit=False)
+def test_enqueue_rides_on_the_callers_transaction(db):
+    conn = db.app_connection()
     try:
         job_id = prefork.enqueue(conn, "noop", {"x": 1}, key="tx-1")
         conn.rollback()
-        assert job_row(clean_db, job_id) is None, "enqueue must not commit on its own"
+        assert db.row(job_id) is None, "enqueue must not commit on its own"
         job_id = prefork.enqueue(conn, "noop", {"x": 1}, key="tx-1")
         conn.commit()
-        assert job_row(clean_db, job_id)["status"] == "ready"
+        assert db.row(job_id)["status"] == "ready"
     finally:
         conn.close()
 
 
-def test_claim_commits_the_reservation_before_returning(store, clean_db):
-    s = store()
+def test_claim_commits_the_reservation_before_returning(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop"))
     job = claim_one(s)
-    row = job_row(clean_db, job_id)  # read from another connection: already committed
+    row = db.row(job_id)  # read from another connection: already committed
     assert row["status"] == "reserved" and row["attempts"] == 1
     assert row["lease_token"] == job.lease_token and len(job.lease_token) == 32
     assert row["locked_by"] == WORKER and row["lease_until"] > row["updated_at"]
 
 
-def test_claim_order_priority_then_age_and_delay_respected(store):
-    s = store()
+def test_claim_order_priority_then_age_and_delay_respected(backend_store):
+    s = backend_store()
     late = s.enqueue(new_job("noop", priority=5))
     early = s.enqueue(new_job("noop", priority=0))
     s.enqueue(new_job("noop", priority=-1, delay=3600))  # delayed: not ready yet
@@ -73,21 +79,21 @@ def test_claim_order_priority_then_age_and_delay_respected(store):
     assert s.claim(["default"], WORKER, 30) == []
 
 
-def test_queues_are_tried_in_the_given_order(store):
-    s = store()
+def test_queues_are_tried_in_the_given_order(backend_store):
+    s = backend_store()
     low = s.enqueue(new_job("noop", queue="low"))
     high = s.enqueue(new_job("noop", queue="high"))
     assert claim_one(s, queues=("high", "low")).id == high
     assert claim_one(s, queues=("high", "low")).id == low
 
 
-def test_concurrent_claimers_never_share_a_job(store, clean_db):
-    seed = store()
+def test_concurrent_claimers_never_share_a_job(backend_store, db):
+    seed = backend_store()
     seed.enqueue_many([new_job("noop") for _ in range(400)])
     claimed, errors = [], []
 
     def claimer():
-        s = store()
+        s = backend_store()
         try:
             while True:
                 jobs = s.claim(["default"], WORKER, 30, limit=3)
@@ -104,14 +110,14 @@ def test_concurrent_claimers_never_share_a_job(store, clean_db):
         thread.join(60)
     assert not errors
     assert len(claimed) == 400 and len(set(claimed)) == 400
-    assert scalar(clean_db, "SELECT MAX(attempts) FROM prefork_jobs") == 1
+    assert db.scalar("SELECT MAX(attempts) FROM prefork_jobs") == 1
 
 
-def test_stale_token_can_neither_complete_nor_fail(store, clean_db):
-    s = store()
+def test_stale_token_can_neither_complete_nor_fail(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop"))
     stale = claim_one(s, lease=0.2)
-    clean_db.cursor().execute("DO SLEEP(0.3)")
+    db.sleep(0.3)
     assert s.recover_expired() == 1
     fresh = claim_one(s)
     assert fresh.id == job_id and fresh.lease_token != stale.lease_token
@@ -121,54 +127,56 @@ def test_stale_token_can_neither_complete_nor_fail(store, clean_db):
     assert not s.release(stale)
     with pytest.raises(LeaseLost):
         with stale.transaction() as cursor:
-            cursor.execute("INSERT INTO ledger VALUES ('stale', %s)", (job_id,))
-    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
-    assert job_row(clean_db, job_id)["status"] == "reserved"
+            cursor.execute(db.sql("INSERT INTO ledger VALUES ('stale', %s)"), (job_id,))
+    assert db.scalar("SELECT COUNT(*) FROM ledger") == 0
+    assert db.row(job_id)["status"] == "reserved"
     assert s.complete(fresh)
-    assert job_row(clean_db, job_id)["status"] == "done"
+    assert db.row(job_id)["status"] == "done"
 
 
-def test_expired_lease_cannot_complete_even_before_recovery(store, clean_db):
-    s = store()
+def test_expired_lease_cannot_complete_even_before_recovery(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop"))
     job = claim_one(s, lease=0.1)
-    clean_db.cursor().execute("DO SLEEP(0.2)")
+    db.sleep(0.2)
     assert not s.complete(job)
-    assert job_row(clean_db, job_id)["status"] == "reserved"
+    assert db.row(job_id)["status"] == "reserved"
 
 
-def test_effect_and_completion_commit_together(store, clean_db):
-    s = store()
+def test_effect_and_completion_commit_together(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("ledger", key="effect-1"))
     job = claim_one(s)
     with job.transaction() as cursor:
-        cursor.execute("INSERT INTO ledger VALUES (%s, %s)", (job.idempotency_key, job.id))
+        cursor.execute(db.sql("INSERT INTO ledger VALUES (%s, %s)"),
+                           (job.idempotency_key, job.id))
         # Not visible to others before the commit.
-        assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
+        assert db.scalar("SELECT COUNT(*) FROM ledger") == 0
     assert job.finished
-    assert job_row(clean_db, job_id)["status"] == "done"
-    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 1
+    assert db.row(job_id)["status"] == "done"
+    assert db.scalar("SELECT COUNT(*) FROM ledger") == 1
 
 
-def test_effect_is_rolled_back_when_the_handler_raises(store, clean_db):
-    s = store()
+def test_effect_is_rolled_back_when_the_handler_raises(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("ledger", key="effect-2"))
     job = claim_one(s)
     with pytest.raises(RuntimeError):
         with job.transaction() as cursor:
-            cursor.execute("INSERT INTO ledger VALUES (%s, %s)", (job.idempotency_key, job.id))
+            cursor.execute(db.sql("INSERT INTO ledger VALUES (%s, %s)"),
+                           (job.idempotency_key, job.id))
             raise RuntimeError("handler broke after writing")
-    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
-    assert job_row(clean_db, job_id)["status"] == "reserved"
+    assert db.scalar("SELECT COUNT(*) FROM ledger") == 0
+    assert db.row(job_id)["status"] == "reserved"
 
 
-def test_fail_schedules_retry_or_dead(store, clean_db):
-    s = store()
+def test_fail_schedules_retry_or_dead(backend_store, db):
+    s = backend_store()
     retry_id = s.enqueue(new_job("noop"))
     dead_id = s.enqueue(new_job("noop"))
     assert s.fail(claim_one(s), "ValueError", Decision(dead=False, delay=3600))
     assert s.fail(claim_one(s), "unknown job type", Decision(dead=True, delay=0))
-    retry, dead = job_row(clean_db, retry_id), job_row(clean_db, dead_id)
+    retry, dead = db.row(retry_id), db.row(dead_id)
     assert retry["status"] == "ready" and retry["lease_token"] is None
     assert (retry["available_at"] - retry["updated_at"]).total_seconds() == pytest.approx(3600, abs=1)
     assert dead["status"] == "dead" and dead["last_error"] == "unknown job type"
@@ -176,64 +184,67 @@ def test_fail_schedules_retry_or_dead(store, clean_db):
     assert s.claim(["default"], WORKER, 30) == []  # the retry waits for its backoff
 
 
-def test_release_restores_the_attempt(store, clean_db):
-    s = store()
+def test_release_restores_the_attempt(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop"))
     job = claim_one(s)
     assert s.release(job)
-    row = job_row(clean_db, job_id)
+    row = db.row(job_id)
     assert row["status"] == "ready" and row["attempts"] == 0 and row["lease_token"] is None
     assert claim_one(s).attempt == 1
 
 
-def test_extend_pushes_the_lease_out(store, clean_db):
-    s = store()
+def test_extend_pushes_the_lease_out(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop"))
     job = claim_one(s, lease=1)
-    before = job_row(clean_db, job_id)["lease_until"]
+    before = db.row(job_id)["lease_until"]
     assert s.extend(job, 120)
-    assert (job_row(clean_db, job_id)["lease_until"] - before).total_seconds() > 100
+    assert (db.row(job_id)["lease_until"] - before).total_seconds() > 100
 
 
-def test_recover_returns_expired_leases_in_bounded_batches(store, clean_db):
-    s = store()
+def test_recover_returns_expired_leases_in_bounded_batches(backend_store, db):
+    s = backend_store()
     ids = [s.enqueue(new_job("noop", max_attempts=1 if i == 0 else 5)) for i in range(5)]
     claimed = s.claim(["default"], WORKER, 0.1, limit=5)
     live = s.enqueue(new_job("noop"))
     claim_one(s, lease=60)
     assert len(claimed) == 5
-    clean_db.cursor().execute("DO SLEEP(0.2)")
+    db.sleep(0.2)
     assert s.recover_expired(limit=3) == 3
     assert s.recover_expired(limit=3) == 2
     assert s.recover_expired() == 0
-    statuses = {job_id: job_row(clean_db, job_id)["status"] for job_id in ids}
+    statuses = {job_id: db.row(job_id)["status"] for job_id in ids}
     assert statuses[ids[0]] == "dead"  # its only attempt was used
     assert all(statuses[job_id] == "ready" for job_id in ids[1:])
-    assert job_row(clean_db, ids[1])["last_error"] == "lease expired"
-    assert job_row(clean_db, live)["status"] == "reserved"
+    assert db.row(ids[1])["last_error"] == "lease expired"
+    assert db.row(live)["status"] == "reserved"
 
 
-def test_retry_dead_resets_attempts(store, clean_db):
-    s = store()
+def test_retry_dead_resets_attempts(backend_store, db):
+    s = backend_store()
     job_id = s.enqueue(new_job("noop", queue="mail"))
     s.fail(claim_one(s, queues=("mail",)), "Boom", Decision(dead=True, delay=0))
     assert [row["id"] for row in s.dead_jobs()] == [job_id]
     assert "payload" not in s.dead_jobs()[0]
     assert s.retry_dead(queue="other") == 0
     assert s.retry_dead([job_id]) == 1
-    row = job_row(clean_db, job_id)
+    row = db.row(job_id)
     assert row["status"] == "ready" and row["attempts"] == 0 and row["finished_at"] is None
 
 
-@pytest.mark.parametrize("query,args,index", [
-    (CLAIM_SELECT, ("default", 1), "ix_prefork_jobs_claim"),
-    (EXPIRED_SELECT, (100,), "ix_prefork_jobs_lease"),
-])
-def test_queue_queries_read_an_index_range_in_order(store, clean_db, query, args, index):
-    s = store()
-    # Enough rows in every state that a bad plan would show.
+def fill_queues_for_plans(s):
+    """Enough rows in every state that a bad plan would show."""
     s.enqueue_many([new_job("noop", queue=f"q{i % 7}", priority=i % 3) for i in range(3000)])
     s.claim([f"q{i}" for i in range(7)], WORKER, 30, limit=50)
+
+
+@pytest.mark.parametrize("query,args,index", [
+    (mysql_store.CLAIM_SELECT, ("default", 1), "ix_prefork_jobs_claim"),
+    (mysql_store.EXPIRED_SELECT, (100,), "ix_prefork_jobs_lease"),
+])
+def test_mysql_queue_queries_read_an_index_range_in_order(store, clean_db, query, args, index):
+    fill_queues_for_plans(store())
     clean_db.cursor().execute("ANALYZE TABLE prefork_jobs")
     with clean_db.cursor(pymysql.cursors.DictCursor) as cursor:
         cursor.execute("EXPLAIN " + query.replace("%s", "{}").format(
@@ -246,7 +257,22 @@ def test_queue_queries_read_an_index_range_in_order(store, clean_db, query, args
     assert "filesort" not in (row["Extra"] or ""), row
 
 
-def test_invalid_jobs_are_refused_before_the_database(store):
+@pytest.mark.parametrize("query,index", [
+    (sqlite_store.CLAIM_SELECT, "ix_prefork_jobs_claim"),
+    (sqlite_store.RECOVER, "ix_prefork_jobs_lease"),  # the statement recovery runs
+])
+def test_sqlite_queue_queries_read_an_index_range_in_order(sqlite_store, sqlite_db, query, index):
+    fill_queues_for_plans(sqlite_store())
+    sqlite_db.execute("ANALYZE")
+    params = {"queue": "q1", "now": "2999-01-01 00:00:00.000000", "limit": 100}
+    plan = [row[3] for row in sqlite_db.conn.execute("EXPLAIN QUERY PLAN " + query, params)]
+    assert any(line.startswith("SEARCH prefork_jobs USING") and f"INDEX {index} (status=?"
+               in line for line in plan), plan
+    assert not any("TEMP B-TREE" in line for line in plan), plan  # no sort of the rows read
+    assert not any(line.startswith("SCAN") for line in plan), plan  # no full scan
+
+
+def test_invalid_jobs_are_refused_before_the_database(backend_store):
     for bad in [lambda: new_job("no spaces"), lambda: new_job("noop", queue="bad queue"),
                 lambda: new_job("noop", [1, 2]), lambda: new_job("noop", "{oops"),
                 lambda: new_job("noop", {"big": "x" * 70000}), lambda: new_job("noop", key=""),
@@ -255,42 +281,42 @@ def test_invalid_jobs_are_refused_before_the_database(store):
             bad()
 
 
-def test_extend_many_extends_only_live_leases_with_matching_tokens(store, clean_db):
-    s = store()
+def test_extend_many_extends_only_live_leases_with_matching_tokens(backend_store, db):
+    s = backend_store()
     ids = [s.enqueue(new_job("noop")) for _ in range(3)]
     jobs = s.claim(["default"], WORKER, 1, limit=3)
     wrong_token = (jobs[2].id, "0" * 32)
     assert s.extend_many([(jobs[0].id, jobs[0].lease_token), (jobs[1].id, jobs[1].lease_token),
                           wrong_token], 300) == 2
-    leases = [job_row(clean_db, job_id)["lease_until"] for job_id in ids]
+    leases = [db.row(job_id)["lease_until"] for job_id in ids]
     assert (leases[0] - leases[2]).total_seconds() > 250
 
 
-def test_hand_back_charges_a_crash_and_poisons_after_max_crashes(store, clean_db):
+def test_hand_back_charges_a_crash_and_poisons_after_max_crashes(backend_store, db):
     from prefork.retry import RetryPolicy
-    s = store()
+    s = backend_store()
     job_id = s.enqueue(new_job("noop", max_attempts=10))
     policy = RetryPolicy(base=0.001, cap=0.001)
     for crash in (1, 2):
         job = claim_one(s)
         assert s.hand_back(job.id, job.lease_token, "SIGKILL", policy, 3) == "ready"
-        row = job_row(clean_db, job_id)
+        row = db.row(job_id)
         assert row["crashes"] == crash and row["attempts"] == crash
         assert row["last_error"] == "worker died: SIGKILL"
-        clean_db.cursor().execute("DO SLEEP(0.01)")
+        db.sleep(0.01)
     job = claim_one(s)
     assert s.hand_back(job.id, "f" * 32, "SIGSEGV", policy, 3) is None
     assert s.hand_back(job.id, job.lease_token, "SIGSEGV", policy, 3) == "dead"
-    row = job_row(clean_db, job_id)
+    row = db.row(job_id)
     assert row["last_error"] == "crashed its worker 3 times: SIGSEGV"
 
 
-def test_hand_back_uncharged_restores_the_attempt(store, clean_db):
+def test_hand_back_uncharged_restores_the_attempt(backend_store, db):
     from prefork.retry import RetryPolicy
-    s = store()
+    s = backend_store()
     job_id = s.enqueue(new_job("noop", max_attempts=1))
     job = claim_one(s)
     assert s.hand_back(job.id, job.lease_token, "graceful timeout", RetryPolicy(), 3,
                        charge=False) == "ready"
-    row = job_row(clean_db, job_id)
+    row = db.row(job_id)
     assert row["attempts"] == 0 and row["crashes"] == 0 and row["status"] == "ready"

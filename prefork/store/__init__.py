@@ -1,4 +1,9 @@
-"""Opening the store named by the configured DSN; callers see only the Store contract."""
+"""Opening the store named by the configured DSN; callers see only the Store contract.
+
+    mysql://user@host:3306/database    MySQL 8 / MariaDB 10.6+, shared by many hosts
+    sqlite:///relative/path.db         a SQLite file relative to the working directory,
+    sqlite:////absolute/path.db        or absolute; one host only, on a local disk
+"""
 from ..errors import UserError
 
 
@@ -7,15 +12,20 @@ def open_store(config):
     dsn = config.dsn
     if not dsn:
         raise UserError("no database configured: set --dsn or PREFORK_QUEUE_DSN "
-                        "(e.g. mysql://queue@127.0.0.1:3306/jobs)")
+                        "(e.g. mysql://queue@127.0.0.1:3306/jobs or sqlite:///prefork-queue.db)")
     scheme = dsn.split(":", 1)[0].lower()
     if scheme in ("mysql", "mariadb"):
         from .mysql import MySQLStore
         return MySQLStore(config)
-    raise UserError(f"bad DSN: unsupported scheme {scheme!r} (use mysql://)")
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+        return SQLiteStore(config)
+    raise UserError(f"bad DSN: unsupported scheme {scheme!r} (use mysql:// or sqlite:///)")
 
 
 def driver_errors():
     """The database drivers' base exception classes, for a one-line error at the CLI."""
+    import sqlite3
+
     import pymysql
-    return (pymysql.err.MySQLError,)
+    return (pymysql.err.MySQLError, sqlite3.Error)
