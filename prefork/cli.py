@@ -5,7 +5,7 @@ import signal
 import sys
 
 from . import __version__, logs, registry
-from .config import SETTINGS, load
+from .config import SETTINGS, example_file, load
 from .errors import UserError
 from .jobs import new_job
 from .progress import Progress
@@ -128,8 +128,17 @@ def grants_command(args, config):
         print(statement)
 
 
-@command("config", "Print the effective configuration (secrets masked) and where each value came from.")
+def _config_arguments(parser):
+    parser.add_argument("--example", action="store_true",
+                        help="Print a config file with every setting, commented, at its default.")
+
+
+@command("config", "Print the effective configuration (secrets masked) and where each value "
+         "came from.", arguments=_config_arguments)
 def config_command(args, config):
+    if args.example:
+        print(example_file(), end="")
+        return
     for name, shown, source in config.describe():
         print(f"{name} = {shown}    # {source}")
 
