@@ -224,6 +224,8 @@ def read_file(path):
         first_line = str(exc).splitlines()[0]
         raise UserError(f"config file {path!r} is not valid: {first_line}") from None
     unknown_sections = [name for name in parser.sections() if name != FILE_SECTION]
+    if parser.defaults():  # configparser hides [DEFAULT] from sections(); it is not ours either
+        unknown_sections.insert(0, parser.default_section)
     if unknown_sections:
         raise UserError(f"config file {path!r}: unknown section [{unknown_sections[0]}]")
     raw = dict(parser.items(FILE_SECTION)) if parser.has_section(FILE_SECTION) else {}

@@ -1,0 +1,193 @@
+"""Settings: default < config file < environment < flag, each declared once;
+secrets never from a flag or the file; every bad value is a one-line error.
+
+In process through prefork.config.load, and end to end through
+`prefork-queue config` (which needs no database).
+"""
+import pytest
+
+from prefork import cli, config
+from prefork.errors import UserError
+from conftest import run_cli
+
+PASSWORD = "pw-Do-Not-Echo-42"
+
+
+def write_conf(tmp_path, text, name="prefork.ini"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def shown_settings(stdout):
+    """`prefork-queue config` output -> {name: (value, source)}."""
+    shown = {}
+    for line in stdout.splitlines():
+        name, rest = line.split(" = ", 1)
+        value, source = rest.rsplit("#", 1)
+        shown[name] = (value.strip(), source.strip())
+    return shown
+
+
+def assert_one_line_error(result, *words):
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+# --- precedence ---------------------------------------------------------------------
+
+CONF = """[prefork-queue]
+poll_interval = 2.5
+max_attempts = 7
+retry_base = 3
+queues = from_file
+"""
+
+
+def test_precedence_default_file_env_flag_in_process(tmp_path):
+    path = write_conf(tmp_path, CONF)
+    environ = {"PREFORK_QUEUE_MAX_ATTEMPTS": "8", "PREFORK_QUEUE_RETRY_BASE": "4",
+               "PREFORK_QUEUE_QUEUES": "high, low"}
+    loaded = config.load({"retry_base": "5", "lease_seconds": None}, path=path, environ=environ)
+    expected = {"lease_seconds": (60.0, "default"), "poll_interval": (2.5, "file"),
+                "max_attempts": (8, "env"), "queues": (["high", "low"], "env"),
+                "retry_base": (5.0, "flag")}
+    assert {name: (getattr(loaded, name), loaded.source(name)) for name in expected} == expected
+    # Each layer alone wins over the ones below it.
+    assert config.load({}, path=path, environ={}).max_attempts == 7
+    assert config.load({}, environ={}).max_attempts == config.BY_NAME["max_attempts"].default
+
+
+def test_config_file_can_come_from_the_environment(tmp_path):
+    path = write_conf(tmp_path, CONF)
+    loaded = config.load({}, environ={"PREFORK_QUEUE_CONFIG": path})
+    assert (loaded.poll_interval, loaded.source("poll_interval"), loaded.path) == (2.5, "file", path)
+    other = write_conf(tmp_path, "[prefork-queue]\npoll_interval = 9\n", "other.ini")
+    assert config.load({}, path=other, environ={"PREFORK_QUEUE_CONFIG": path}).poll_interval == 9
+
+
+def test_precedence_end_to_end_through_the_config_command(tmp_path):
+    path = write_conf(tmp_path, CONF)
+    result = run_cli("config", "--config", path, "--retry-base", "5",
+                     PREFORK_QUEUE_MAX_ATTEMPTS="8", PREFORK_QUEUE_RETRY_BASE="4")
+    assert result.returncode == 0, result.stderr
+    shown = shown_settings(result.stdout)
+    assert shown["lease_seconds"] == ("60.0", "default")
+    assert shown["poll_interval"] == ("2.5", "file")
+    assert shown["queues"] == ("from_file", "file")
+    assert shown["max_attempts"] == ("8", "env")
+    assert shown["retry_base"] == ("5.0", "flag")
+    assert set(shown) == {setting.name for setting in config.SETTINGS}
+
+
+# --- the config file --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,words", [
+    ("[prefork-queue]\npol_interval = 2\n", ["unknown setting 'pol_interval'"]),
+    ("[prefork-queue]\npoll_interval = 2\n[workers]\ncount = 3\n", ["unknown section [workers]"]),
+    ("[prefork_queue]\npoll_interval = 2\n", ["unknown section [prefork_queue]"]),
+    ("[DEFAULT]\npoll_interval = 2\n", ["unknown section [DEFAULT]"]),
+    ("poll_interval = 2\n", ["not valid"]),
+    ("[prefork-queue]\npoll_interval = 2\npoll_interval = 3\n", ["not valid"]),
+    ("[prefork-queue]\nmax_attempts = 0\n", ["max_attempts", "at least 1"]),
+    ("[prefork-queue]\nlog_level = loud\n", ["log_level", "one of"]),
+])
+def test_bad_config_file_is_a_one_line_error(tmp_path, text, words):
+    path = write_conf(tmp_path, text)
+    with pytest.raises(UserError) as refused:
+        config.load({}, path=path, environ={})
+    message = str(refused.value)
+    assert "\n" not in message and path in message
+    for word in words:
+        assert word in message, message
+    assert_one_line_error(run_cli("config", "--config", path), *words)
+
+
+def test_missing_config_file_is_a_one_line_error(tmp_path):
+    missing = str(tmp_path / "nope.ini")
+    assert_one_line_error(run_cli("config", "--config", missing), "cannot read config file",
+                          "nope.ini")
+    assert_one_line_error(run_cli("config", PREFORK_QUEUE_CONFIG=missing), "nope.ini")
+
+
+def test_an_empty_or_sectionless_file_means_defaults(tmp_path):
+    path = write_conf(tmp_path, "# nothing set yet\n")
+    loaded = config.load({}, path=path, environ={})
+    assert all(loaded.source(setting.name) == "default" for setting in config.SETTINGS)
+
+
+# --- secrets ---------------------------------------------------------------------------------
+
+def test_db_password_in_the_config_file_is_refused_without_echoing_it(tmp_path):
+    path = write_conf(tmp_path, f"[prefork-queue]\ndb_password = {PASSWORD}\n")
+    with pytest.raises(UserError, match="PREFORK_QUEUE_DB_PASSWORD"):
+        config.load({}, path=path, environ={})
+    result = run_cli("config", "--config", path)
+    assert_one_line_error(result, "db_password", "PREFORK_QUEUE_DB_PASSWORD")
+    assert PASSWORD not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--db-password", PASSWORD], [f"--db-password={PASSWORD}"]])
+def test_there_is_no_db_password_flag(args):
+    result = run_cli("config", *args)
+    assert_one_line_error(result, "--db-password", "PREFORK_QUEUE_DB_PASSWORD")
+    assert PASSWORD not in result.stderr
+    # Not taken as an abbreviation of --db-password-file either.
+    assert PASSWORD not in result.stdout
+
+
+def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
+    secrets = [setting for setting in config.SETTINGS if setting.secret]
+    assert secrets and not any(setting.flag for setting in secrets)
+    parser = cli.build_parser()
+    for name in cli.COMMANDS:
+        sub = parser._subparsers._group_actions[0].choices[name]
+        options = {option for action in sub._actions for option in action.option_strings}
+        assert "--db-password" not in options and "--db-password-file" in options
+    assert_one_line_error(run_cli("config", "--db-pass", "x"), "unrecognized", "--db-pass")
+
+
+def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
+    password_file = tmp_path / "pw"
+    password_file.write_text(PASSWORD + "\nsecond line ignored\n")
+    from_file = config.load({"db_password_file": str(password_file)}, environ={})
+    assert from_file.password() == PASSWORD
+    from_env = config.load({"db_password_file": str(password_file)},
+                           environ={"PREFORK_QUEUE_DB_PASSWORD": "env-wins"})
+    assert from_env.password() == "env-wins"
+    assert ("db_password", "********", "env") in from_env.describe()
+    assert PASSWORD not in str(from_file.describe()) and "env-wins" not in str(from_env.describe())
+    missing = config.load({"db_password_file": str(tmp_path / "none")}, environ={})
+    with pytest.raises(UserError, match="cannot read db_password_file"):
+        missing.password()
+
+
+# --- invalid values ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,env,words", [
+    (["--poll-interval", "-1"], {}, ["--poll-interval", "poll_interval", "greater than 0"]),
+    (["--poll-interval", "nan"], {}, ["poll_interval", "greater than 0"]),
+    (["--max-attempts", "0"], {}, ["--max-attempts", "max_attempts", "at least 1"]),
+    (["--max-attempts", "2.5"], {}, ["max_attempts"]),
+    (["--retry-base", "0"], {}, ["retry_base"]),
+    (["--lease-seconds", "soon"], {}, ["lease_seconds"]),
+    (["--log-format", "xml"], {}, ["log_format", "json"]),
+    (["--max-payload-bytes", "-5"], {}, ["max_payload_bytes"]),
+    ([], {"PREFORK_QUEUE_MAX_ATTEMPTS": "abc"}, ["PREFORK_QUEUE_MAX_ATTEMPTS", "max_attempts"]),
+    ([], {"PREFORK_QUEUE_POLL_INTERVAL": ""}, ["PREFORK_QUEUE_POLL_INTERVAL", "poll_interval"]),
+    (["--no-such-setting", "1"], {}, ["unrecognized arguments", "--no-such-setting"]),
+])
+def test_invalid_values_are_one_line_errors(args, env, words):
+    assert_one_line_error(run_cli("config", *args, **env), *words)
+
+
+def test_invalid_values_are_refused_before_the_database_is_touched(tmp_path):
+    # No server at this DSN: the value error must come first, and alone.
+    result = run_cli("enqueue", "noop", "--max-attempts", "0",
+                     dsn="mysql://root@127.0.0.1:1/nowhere")
+    assert_one_line_error(result, "max_attempts")
+    assert "connect" not in result.stderr
