@@ -19,11 +19,15 @@ from .errors import UserError
 from .logs import error_class, event
 from .store import driver_errors, open_store
 from .titles import set_title, worker_title
+from .wakeup import Waker
 from .worker import Worker
 
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error
-QUICK_EXIT = 5          # SIGQUIT: stop now; the parent hands the job back unused
+QUICK_EXIT = 5          # SIGQUIT before the worker started: nothing held
+# Idle children wait for the parent's wake-up; this is only the fallback
+# should a wake-up be lost.
+FALLBACK_POLL = 30.0
 PR_SET_PDEATHSIG = 1
 PARENT_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
 # Blocked by the parent across fork(), unblocked once the child's handlers are set.
@@ -35,6 +39,7 @@ class ChildSpec:
     slot: int
     config: object
     report_fd: int
+    wake_fd: int         # the parent writes a byte here when work is ready
     parent_pid: int
     max_items: int       # already jittered by the parent; 0 = no limit
 
@@ -75,7 +80,8 @@ def _child_main(spec):
         if not reporter.send(_message(state, job, outcome)):
             worker.request_stop()  # the parent is gone
 
-    worker = Worker(store, config, on_state=on_state)
+    worker = Worker(store, config, on_state=on_state, waker=Waker(extra_fd=spec.wake_fd),
+                    idle_sleeps=(FALLBACK_POLL, FALLBACK_POLL))
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})
@@ -100,6 +106,8 @@ def _child_main(spec):
 def _message(state, job, outcome):
     if state == "busy":
         return {"e": "busy", "id": job.id, "token": job.lease_token, "type": job.type}
+    if state == "waiting":   # no job ready: wake me when there is one
+        return {"e": "waiting"}
     return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}
 
 
@@ -175,6 +183,7 @@ class TitleTicker:
         self.thread = None
 
     def show(self, state, job=None):
+        state = "idle" if state == "waiting" else state
         with self.lock:
             self.job, self.busy_since, self.state = job, time.monotonic(), state
         self._render()

@@ -18,7 +18,7 @@ import time
 
 from . import child as child_module
 from . import config as config_module
-from . import logs, registry
+from . import doorbell, logs, registry
 from .errors import UserError
 from .logs import error_class, event
 from .retry import RetryPolicy
@@ -39,11 +39,13 @@ ROLLING_CAUSES = ("reload", "max-items", "max-memory")   # replaced one at a tim
 class ChildProcess:
     """The parent's record of one child: what it holds and why it may be stopping."""
 
-    def __init__(self, pid, slot, generation, read_fd):
-        self.pid, self.slot, self.generation, self.read_fd = pid, slot, generation, read_fd
+    def __init__(self, pid, slot, generation, read_fd, wake_fd):
+        self.pid, self.slot, self.generation = pid, slot, generation
+        self.read_fd, self.wake_fd = read_fd, wake_fd
         self.started = time.monotonic()
         self.buffer = b""
         self.ready = False
+        self.waiting = False        # idle, with no job ready when it last looked
         self.job = None             # {"id", "token", "type", "since"} while busy
         self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
         self.stop_cause = None      # why we told it to stop; None while it is wanted
@@ -68,6 +70,18 @@ class ChildProcess:
         *lines, self.buffer = self.buffer.split(b"\n")
         return [json.loads(line) for line in lines if line]
 
+    def wake(self):
+        """Tell a waiting child that work is ready."""
+        self.waiting = False
+        try:
+            os.write(self.wake_fd, b"w")
+        except OSError:  # full (a wake-up is pending) or the child is gone
+            pass
+
+    def close(self):
+        os.close(self.read_fd)
+        os.close(self.wake_fd)
+
 
 class Supervisor:
     def __init__(self, config, flags):
@@ -85,7 +99,8 @@ class Supervisor:
         self.restart_failures = 0
         self.next_spawn_at = 0.0
         self.done = self.dead = 0
-        self.next_extend_at = self.next_recover_at = 0.0
+        self.next_extend_at = self.next_recover_at = self.next_poll_at = 0.0
+        self.bell = None
         self.title = None
 
     # -- start and main loop -------------------------------------------------
@@ -95,6 +110,7 @@ class Supervisor:
         self.store = open_store(self.config)   # errors here stop the start, before any fork
         self.store.check_schema()
         self._install_signal_handlers()
+        self.bell = doorbell.Doorbell(self.store.bell_key or self.config.dsn)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=getattr(self.store, "connection_id", lambda: None)())
         # Objects imported so far are never collected in the children, so
@@ -110,6 +126,7 @@ class Supervisor:
                 break
             self._wait()
         self._flush_hand_backs()
+        self.bell.close()
         event("supervisor_stopped", done=self.done, dead=self.dead)
         return 0
 
@@ -127,7 +144,7 @@ class Supervisor:
             getattr(self, "handle_" + signal.Signals(signum).name.lower())()
 
     def _wait(self):
-        fds = [self.waker.read_fd] + [c.read_fd for c in self.children.values()]
+        fds = [self.waker.read_fd, self.bell.fileno()] + [c.read_fd for c in self.children.values()]
         try:
             ready, _, _ = select.select(fds, [], [], self._sleep_time())
         except InterruptedError:
@@ -137,13 +154,18 @@ class Supervisor:
                 self._handle_messages(child)
         if self.waker.read_fd in ready:
             self.waker.sleep(0)   # drain the wake-up bytes
+        if self.bell.fileno() in ready:
+            rung = self.bell.rings()
+            self._wake_waiting(sum(rung.get(queue, 0) for queue in self.config.queues))
 
     def _sleep_time(self):
         now = time.monotonic()
         deadlines = [now + TICK, self.next_extend_at]
         deadlines += [c.deadline[0] for c in self.children.values() if c.deadline]
-        if self.state == "running" and len(self._wanted()) < self.target:
+        if self.state == "running" and len(self._wanted()) < self.target and not self._probing():
             deadlines.append(self.next_spawn_at)
+        if self._waiting_children():
+            deadlines.append(self.next_poll_at)
         return max(0.0, min(deadlines) - now)
 
     # -- signals (one method each) --------------------------------------------
@@ -183,11 +205,13 @@ class Supervisor:
 
     def _spawn(self):
         slot = self._free_slot()
-        read_fd, write_fd = os.pipe()
+        read_fd, write_fd = os.pipe()           # child -> parent: what it does
+        wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
         max_items = self.config.max_items
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
-        spec = child_module.ChildSpec(slot, self.config, write_fd, os.getpid(), max_items)
+        spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
+                                      max_items)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, child_module.STOP_SIGNALS)
@@ -197,15 +221,19 @@ class Supervisor:
             child_module.run_child(spec)   # never returns; unblocks once its handlers are set
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
+        os.close(wake_read_fd)
         os.set_blocking(read_fd, False)
-        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd)
+        os.set_blocking(wake_fd, False)
+        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd, wake_fd)
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
 
     def _forget_parent_resources(self):
         """In the new child: drop what belongs to the parent, without closing it politely."""
         for other in self.children.values():
-            os.close(other.read_fd)
+            other.close()
         self.waker.close()
+        if self.bell is not None:
+            self.bell.sock.close()   # the file stays: it is the parent's
         if self.store is not None:
             self.store.abandon()
             self.store = None
@@ -223,8 +251,11 @@ class Supervisor:
                 event("worker_ready", pid=child.pid, slot=child.slot,
                       connection=message["connection"])
             elif kind == "busy":
+                child.waiting = False
                 child.job = {"id": message["id"], "token": message["token"],
                              "type": message["type"], "since": time.monotonic()}
+            elif kind == "waiting":
+                child.waiting = True
             elif kind == "idle":
                 child.job = None
                 self.done += message.get("outcome") == "done"
@@ -243,11 +274,13 @@ class Supervisor:
             child = self.children.pop(pid, None)
             if child is not None:
                 self._handle_messages(child)   # what it said just before it died
-                os.close(child.read_fd)
+                child.close()
                 self._child_exited(child, status)
 
     def _child_exited(self, child, status):
         status_text = _describe_status(status)
+        if status_text == f"exit code {child_module.FATAL_EXIT}":
+            child.charge_job = False   # the database failed the worker, not the job
         if child.job is not None:
             self._hand_back(child, child.kill_reason or status_text)
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
@@ -297,10 +330,14 @@ class Supervisor:
             self._stop(extra, "scale down")
         self._replace_one()
         missing = self.target - len(self._wanted())
-        if missing > 0 and time.monotonic() >= self.next_spawn_at:
+        if missing > 0 and time.monotonic() >= self.next_spawn_at and not self._probing():
             # After a failed start, probe with one child until one comes up.
             for _ in range(1 if self.restart_failures else missing):
                 self._spawn()
+
+    def _probing(self):
+        """A trial child is starting after failed starts: wait for its verdict."""
+        return self.restart_failures and any(not c.ready for c in self._wanted())
 
     def _replace_one(self):
         """Rolling replacement for reload and recycling: one child at a time, so the
@@ -331,7 +368,10 @@ class Supervisor:
                 self._enforce_hard_timeout(child, now)
         if now >= self.next_extend_at:
             self.next_extend_at = now + self.config.lease_seconds / 3
-            self._extend_leases()
+            self._extend_leases(now)
+        if self._waiting_children() and now >= self.next_poll_at:
+            self.next_poll_at = now + self.config.poll_interval
+            self._poll_for_work()
         if now >= self.next_recover_at:
             self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
             recovered = self._with_store(lambda store: store.recover_expired())
@@ -344,8 +384,26 @@ class Supervisor:
         if hard and now - child.job["since"] > hard:
             self._kill(child, f"hard timeout after {hard:g}s")
 
-    def _extend_leases(self):
-        leases = [(c.job["id"], c.job["token"]) for c in self.children.values() if c.job]
+    def _waiting_children(self):
+        return [c for c in self.children.values() if c.waiting and not c.stopping]
+
+    def _poll_for_work(self):
+        """One look for the whole pool (no herd of idle children polling)."""
+        waiting = self._waiting_children()
+        ready = self._with_store(lambda store: store.ready_count(self.config.queues, len(waiting)))
+        if ready:
+            self._wake_waiting(ready)
+
+    def _wake_waiting(self, jobs):
+        for child in self._waiting_children()[:jobs]:
+            child.wake()
+
+    def _extend_leases(self, now):
+        # Only jobs older than a third of the lease need it; a fast job has
+        # finished (and its token is void) by the time we would ask.
+        due = now - self.config.lease_seconds / 3
+        leases = [(c.job["id"], c.job["token"]) for c in self.children.values()
+                  if c.job and c.job["since"] <= due]
         if leases:
             held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
             if held is not None and held < len(leases):

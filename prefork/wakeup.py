@@ -8,10 +8,12 @@ import select
 
 
 class Waker:
-    def __init__(self):
+    def __init__(self, extra_fd=None):
+        """extra_fd: another pipe whose bytes also wake us (the parent's, in a child)."""
         self.read_fd, self.write_fd = os.pipe()
-        os.set_blocking(self.read_fd, False)
-        os.set_blocking(self.write_fd, False)
+        self.watched = [self.read_fd] + ([extra_fd] if extra_fd is not None else [])
+        for fd in self.watched + [self.write_fd]:
+            os.set_blocking(fd, False)
 
     def wake(self):
         """Safe inside a signal handler: one non-blocking write, errors ignored."""
@@ -22,18 +24,19 @@ class Waker:
 
     def sleep(self, seconds):
         """Sleep up to `seconds`; return early (True) when woken."""
-        ready, _, _ = select.select([self.read_fd], [], [], max(0.0, seconds))
-        if ready:
-            self._drain()
+        ready, _, _ = select.select(self.watched, [], [], max(0.0, seconds))
+        for fd in ready:
+            _drain(fd)
         return bool(ready)
-
-    def _drain(self):
-        try:
-            while os.read(self.read_fd, 4096):
-                pass
-        except BlockingIOError:
-            pass
 
     def close(self):
         os.close(self.read_fd)
         os.close(self.write_fd)
+
+
+def _drain(fd):
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass

@@ -19,12 +19,15 @@ FIRST_IDLE_SLEEP = 0.05
 
 
 class Worker:
-    def __init__(self, store, config, on_state=None):
+    def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None):
         self.store = store
         self.config = config
         self.policy = RetryPolicy.from_config(config)
         self.identity = current_host_pid()
-        self.waker = Waker()
+        self.waker = waker or Waker()
+        # (first, longest) sleep when no job is ready, doubling in between.
+        # Alone, we poll; under a supervisor, the parent wakes us instead.
+        self.idle_sleeps = idle_sleeps or (FIRST_IDLE_SLEEP, config.poll_interval)
         self.stopping = False
         self.running_handler = False
         self.processed = 0
@@ -50,23 +53,31 @@ class Worker:
         should_retire(), when given, is asked after each job; a truthy answer
         ends the loop (the child uses it for max-items and max-memory).
         """
+        def enough():
+            return once or bool(max_jobs and self.processed >= max_jobs) \
+                or bool(should_retire and should_retire())
+
+        def chain_next():
+            return not (self.stopping or enough())
+
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
-        idle_sleep = FIRST_IDLE_SLEEP
+        idle_sleep = self.idle_sleeps[0]
+        job, queue_empty = None, False
         while not self.stopping:
-            job = self.claim_next()
+            if job is None and not queue_empty:
+                job = self.claim_next()
             if job is None:
                 if once or stop_when_empty:
                     break
-                self.on_state("idle")
+                self.on_state("waiting")
                 self.waker.sleep(idle_sleep)
-                idle_sleep = min(idle_sleep * 2, self.config.poll_interval)
+                idle_sleep = min(idle_sleep * 2, self.idle_sleeps[1])
+                queue_empty = False
                 continue
-            idle_sleep = FIRST_IDLE_SLEEP
-            outcome = self.process(job)
-            self.on_state("idle", job, outcome)
-            if once or (max_jobs and self.processed >= max_jobs):
-                break
-            if should_retire and should_retire():
+            idle_sleep = self.idle_sleeps[0]
+            outcome, job, queue_empty = self.process(job, chain_next)
+            self.on_state("idle", None, outcome)
+            if job is None and enough():
                 break
         event("worker_stopped", processed=self.processed, worker=self.identity)
         return self.processed
@@ -75,34 +86,50 @@ class Worker:
         jobs = self.store.claim(self.config.queues, self.identity, self.config.lease_seconds)
         return jobs[0] if jobs else None
 
-    def process(self, job):
-        """Run one claimed job to its recorded outcome: done, retry, dead, lost or released."""
+    def process(self, job, chain_next=lambda: False):
+        """Run one claimed job to its recorded outcome: done, retry, dead, lost or released.
+
+        Returns (outcome, next job, queue found empty). When the job succeeds
+        and chain_next() agrees, its completion also claims the next job, in
+        the same round trip and commit.
+        """
         if self.stopping:
             # The stop won the race with the claim: give the job back unrun.
             if self.store.release(job):
                 event("claim_released_on_shutdown", job_id=job.id, type=job.type)
-            return "released"
+            return "released", None, False
         self.processed += 1
         self.on_state("busy", job)   # first: the parent must know what we hold
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         started = time.monotonic()
         try:
             self.run_handler(job)
-        except QuickStop:
-            return self.release_interrupted(job)
-        except LeaseLost:
-            return self.lease_lost(job)
-        except (RejectedJob, JobTimeout) as exc:  # our own messages, safe to store
-            return self.record_failure(job, str(exc), permanent=isinstance(exc, RejectedJob))
-        except PermanentError as exc:
-            return self.record_failure(job, error_class(exc), permanent=True)
         except Exception as exc:  # a handler's failure is the job's, not the worker's
-            return self.record_failure(job, error_class(exc), permanent=False)
-        if not (job.finished or self.store.complete(job)):
-            return self.lease_lost(job)
+            return self.record_handler_error(job, exc), None, False
+        except QuickStop:
+            return self.release_interrupted(job), None, False
+        next_job, tried_next = None, False
+        if job.finished:
+            completed = True
+        elif chain_next():
+            completed, next_job = self.store.complete_and_claim(
+                job, self.config.queues, self.identity, self.config.lease_seconds)
+            tried_next = True
+        else:
+            completed = self.store.complete(job)
+        if not completed:
+            return self.lease_lost(job), next_job, tried_next and next_job is None
         event("job_completed", job_id=job.id, type=job.type,
               elapsed_ms=round((time.monotonic() - started) * 1000, 1))
-        return "done"
+        return "done", next_job, tried_next and next_job is None
+
+    def record_handler_error(self, job, exc):
+        if isinstance(exc, LeaseLost):
+            return self.lease_lost(job)
+        if isinstance(exc, (RejectedJob, JobTimeout)):  # our own messages, safe to store
+            return self.record_failure(job, str(exc), permanent=isinstance(exc, RejectedJob))
+        return self.record_failure(job, error_class(exc),
+                                   permanent=isinstance(exc, PermanentError))
 
     def run_handler(self, job):
         handler = registry.lookup(job.type)

@@ -6,7 +6,10 @@ its SQL to itself. Every state change is one guarded statement or one
 transaction, and the methods that can lose a race say so in their result.
 """
 import abc
+from collections import Counter
 from importlib import resources
+
+from .. import doorbell
 
 from ..jobs import Job
 
@@ -34,6 +37,14 @@ def packaged_migrations(dialect):
 
 
 class Store(abc.ABC):
+    # What names this database for same-host wake-ups (see doorbell.py).
+    bell_key = None
+
+    def ring(self, new_jobs):
+        """After new jobs committed: wake this host's idle supervisors now."""
+        if self.bell_key:
+            doorbell.ring(self.bell_key, Counter(job.queue for job in new_jobs))
+
     # -- schema -------------------------------------------------------------
     @abc.abstractmethod
     def migrate(self):
@@ -62,9 +73,20 @@ class Store(abc.ABC):
         lease token and a lease deadline. Returns a list of Jobs (maybe empty).
         """
 
+    def ready_count(self, queues, limit):
+        """How many jobs of these queues could be claimed now, counting at most `limit`.
+        A backend without a cheap count answers `limit`: every idle worker looks."""
+        return limit
+
     @abc.abstractmethod
     def complete(self, job):
         """Mark done if the token matches and the lease is live. False if the lease was lost."""
+
+    def complete_and_claim(self, job, queues, worker, lease_seconds):
+        """complete(job), then claim the next job: (completed, next Job or None).
+        A backend may do both in one transaction; the default does two."""
+        completed = self.complete(job)
+        return completed, next(iter(self.claim(queues, worker, lease_seconds)), None)
 
     @abc.abstractmethod
     def completing(self, job):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
-from pymysql.constants import ER
+from pymysql.constants import CLIENT, ER
 
 from ..errors import DatabaseUnavailable, LeaseLost, UserError
 from ..retry import hand_back_decision
@@ -37,18 +37,13 @@ ENQUEUE = (
 # a no-op update on duplicates makes the row count the number of new jobs.
 ENQUEUE_MANY = ENQUEUE.replace("id = LAST_INSERT_ID(id)", "id = id")
 
-# Read the next ready jobs of one queue in index order and lock them,
-# skipping rows other claimers hold. FORCE INDEX: the optimizer must never
-# choose a filesort here, which would lock every row it scans.
+# The next ready job of one queue, read in index order and locked, skipping
+# rows other claimers hold. FORCE INDEX: the optimizer must never choose a
+# filesort here, which would lock every row it scans.
 CLAIM_SELECT = (
-    f"SELECT {CLAIMED_COLUMNS} FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
     " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
-    " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
-
-CLAIM_RESERVE = (
-    "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
-    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+    " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
 
 # The fence shared by complete, fail and extend: our token, still reserved,
 # lease not yet over. Zero rows matched means the lease was lost.
@@ -58,6 +53,38 @@ LEASE_FENCE = ("id = %s AND status = 'reserved' AND lease_token = %s"
 COMPLETE = (
     "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
+
+# A claim is one round trip and one commit: a multi-statement script that
+# locks the next row, reserves it with our token and reads it back after the
+# commit. The reserve is the same statement the textbook loop sends; only the
+# trips between client and server are saved.
+CLAIM_STEPS = (
+    CLAIM_SELECT.replace("SELECT id FROM", "SELECT id INTO @prefork_claimed FROM") + ";"
+    " UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = @prefork_claimed;")
+
+# Read back after the commit; attempts - 1 so that claimed_job() sees the
+# row as it was before the reservation, like every other claim path.
+CLAIM_READ_BACK = (
+    "SELECT @prefork_completed, " + CLAIMED_COLUMNS.replace(" attempts,", " attempts - 1,", 1) +
+    " FROM (SELECT 1) AS one LEFT JOIN prefork_jobs ON prefork_jobs.id = @prefork_claimed")
+
+CLAIM = ("SET @prefork_claimed = NULL, @prefork_completed = NULL; START TRANSACTION; "
+         + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
+
+# How many jobs are ready (up to a limit), per queue, reading the claim index
+# without locking: the supervisor's one look for all its idle children.
+READY_COUNT_PART = (
+    "(SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " ORDER BY priority, available_at, id LIMIT %s)")
+
+# Finish one job and claim the next in one round trip and one commit: the
+# fenced completion's row count is kept for the caller to check.
+COMPLETE_AND_CLAIM = (
+    "SET @prefork_claimed = NULL; START TRANSACTION; " + COMPLETE + ";"
+    " SET @prefork_completed = ROW_COUNT(); " + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
 
 LOCK_FOR_COMPLETION = f"SELECT 1 FROM prefork_jobs WHERE {LEASE_FENCE} FOR UPDATE"
 
@@ -181,14 +208,18 @@ def _error_code(exc):
 class MySQLStore(Store):
     def __init__(self, config):
         self.dsn_args = parse_dsn(config.dsn)
+        self.bell_key = f"mysql/{self.dsn_args['database']}"
         self.config = config
         self.conn = self._connect(config.password())
 
     def _connect(self, password):
         config = self.config
         try:
+            # Multi-statement scripts make a claim one round trip (see CLAIM);
+            # every value in them is still a bound parameter.
             conn = pymysql.connect(
                 password=password or "", charset="utf8mb4", autocommit=True,
+                client_flag=CLIENT.MULTI_STATEMENTS,
                 connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
                 write_timeout=config.write_timeout,
                 init_command=(f"SET time_zone = '+00:00',"
@@ -286,41 +317,77 @@ class MySQLStore(Store):
 
     def enqueue(self, new_job):
         with self.conn.cursor() as cursor:
-            return enqueue_on(cursor, new_job)
+            job_id = enqueue_on(cursor, new_job)
+        self.ring([new_job])
+        return job_id
 
     def enqueue_many(self, new_jobs):
         rows = [_enqueue_args(job) for job in new_jobs]
         if not rows:
             return 0
         with self._transaction() as cursor:
-            return cursor.executemany(ENQUEUE_MANY, rows)
+            added = cursor.executemany(ENQUEUE_MANY, rows)
+        self.ring(new_jobs)
+        return added
 
     # -- life cycle ---------------------------------------------------------------
 
     def claim(self, queues, worker, lease_seconds, limit=1):
+        jobs = []
+        for queue in queues:
+            while len(jobs) < limit:
+                _, job = self._run_claim(CLAIM, (), queue, worker, lease_seconds)
+                if job is None:
+                    break
+                jobs.append(job)
+        return jobs
+
+    def complete_and_claim(self, job, queues, worker, lease_seconds):
+        completed, next_job = self._run_claim(COMPLETE_AND_CLAIM, (job.id, job.lease_token),
+                                              queues[0], worker, lease_seconds)
+        if next_job is None and len(queues) > 1:
+            next_job = next(iter(self.claim(queues[1:], worker, lease_seconds)), None)
+        return completed, next_job
+
+    def _run_claim(self, script, leading_args, queue, worker, lease_seconds):
+        """Run a claim script; returns (completed row count or None, Job or None).
+        A deadlock or lock wait is contention, not failure: retried after a
+        short random pause so the claimers do not collide again."""
+        token = secrets.token_hex(16)
+        args = leading_args + (queue, token, _micros(lease_seconds), worker)
         for attempt in range(CLAIM_RETRIES):
             try:
-                return self._claim_once(queues, worker, lease_seconds, limit)
+                row = self._script_result(script, args)
+                break
             except pymysql.err.OperationalError as exc:
+                self._rollback_quietly()
                 if _error_code(exc) not in DEADLOCK_CODES or attempt == CLAIM_RETRIES - 1:
                     raise
-                # A deadlock or lock wait is contention, not failure: back off
-                # a random little while so the claimers do not collide again.
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
-        return []
+        completed, job_row = row[0], row[1:]
+        job = claimed_job(job_row, token, self) if job_row[0] is not None else None
+        return completed, job
 
-    def _claim_once(self, queues, worker, lease_seconds, limit):
-        jobs = []
-        with self._transaction() as cursor:
-            for queue in queues:
-                cursor.execute(CLAIM_SELECT, (queue, limit - len(jobs)))
-                for row in cursor.fetchall():
-                    token = secrets.token_hex(16)
-                    cursor.execute(CLAIM_RESERVE, (token, _micros(lease_seconds), worker, row[0]))
-                    jobs.append(claimed_job(row, token, self))
-                if len(jobs) >= limit:
-                    break
-        return jobs
+    def _script_result(self, script, args):
+        """Run a multi-statement script; the last statement's single row."""
+        with self.conn.cursor() as cursor:
+            cursor.execute(script, args)
+            while cursor.nextset():   # stays on the last result when there is no next
+                pass
+            return cursor.fetchone()
+
+    def _rollback_quietly(self):
+        # A failed statement stops the script where it is, maybe inside its
+        # transaction; end that before anything else is sent.
+        try:
+            self.conn.rollback()
+        except pymysql.err.Error:
+            pass
+
+    def ready_count(self, queues, limit):
+        parts = " UNION ALL ".join([READY_COUNT_PART] * len(queues))
+        args = [value for queue in queues for value in (queue, limit)]
+        return self._one(f"SELECT COUNT(*) FROM ({parts}) AS ready", args)[0]
 
     def complete(self, job):
         return self._rowcount(COMPLETE, (job.id, job.lease_token)) == 1
@@ -430,3 +497,155 @@ def grant_statements(user, host, database):
     account = f"'{user}'@'{host}'"
     return [f"GRANT SELECT, INSERT, UPDATE ON `{database}`.`prefork_jobs` TO {account};",
             f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO {account};"]
+
+
+# --- reference loop for the benchmark ------------------------------------------------
+# `prefork-queue bench` (prefork/bench/) compares the supervisor with the textbook
+# loop below, run in the same number of processes on the same jobs, and reads the
+# server's counters. The bench is an admin tool: it deletes its own scratch rows,
+# which the worker account of `prefork-queue grants` may not (no DELETE).
+
+import json  # noqa: E402  (imports of this section only)
+import os  # noqa: E402
+
+# The textbook claim, one job per transaction: BEGIN; this SELECT; TEXTBOOK_RESERVE;
+# COMMIT. It reads the same index as ours, so the comparison is about the loop.
+TEXTBOOK_CLAIM_SELECT = (
+    "SELECT id, payload FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
+
+TEXTBOOK_RESERVE = (
+    "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+
+# The textbook completion, its own transaction: BEGIN; this; COMMIT. Fenced by the token.
+TEXTBOOK_COMPLETE = (
+    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+
+# Jobs of a queue not yet finished, read from the claim index (it shrinks as they finish).
+BENCH_UNFINISHED = (
+    "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved') AND queue = %s")
+
+# Scratch rows go in chunks, so no statement holds a million row locks.
+BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
+
+# Server counters, server-wide and of this connection alone (to subtract the bench's own).
+BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes")
+_COUNTER_FILTER = " WHERE Variable_name IN (" + ", ".join(
+    f"'{name}'" for name in BENCH_COUNTER_NAMES) + ")"
+BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS" + _COUNTER_FILTER
+BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS" + _COUNTER_FILTER
+
+# A big table of finished jobs, made fast: one done row, then copies of itself.
+BENCH_SEED_DONE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, status, attempts, available_at,"
+    " created_at, updated_at, finished_at) VALUES (%s, %s, %s, 'done', 1, UTC_TIMESTAMP(6),"
+    " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+
+BENCH_DOUBLE_DONE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, status, attempts, available_at,"
+    " created_at, updated_at, finished_at) SELECT queue, job_type, payload, status, attempts,"
+    " available_at, created_at, updated_at, finished_at FROM prefork_jobs"
+    " WHERE queue = %s AND status = 'done' LIMIT %s")
+
+TEXTBOOK_IDLE_SLEEP = 0.25      # seconds between polls of an empty queue
+TEXTBOOK_LEASE_SECONDS = 60.0
+BENCH_DELETE_CHUNK = 10_000
+
+
+def textbook_loop(config, queue, stop_when_empty=False, should_stop=None, on_ready=None):
+    """The baseline of `prefork-queue bench`: claim one job per transaction, run the
+    no-op (decode its payload), complete it in a second transaction; sleep 250 ms
+    when the queue is empty. Opens its own connection (call it after a fork), with
+    our session settings. Returns how many jobs it completed."""
+    store = MySQLStore(config)
+    worker = f"{os.uname().nodename}:{os.getpid()}"
+    should_stop = should_stop or (lambda: False)
+    if on_ready:
+        on_ready()
+    completed = 0
+    try:
+        while not should_stop():
+            claimed = _textbook_claim(store.conn, queue, worker)
+            if claimed is None:
+                if stop_when_empty:
+                    break
+                time.sleep(TEXTBOOK_IDLE_SLEEP)
+                continue
+            job_id, payload, token = claimed
+            json.loads(payload)
+            completed += _textbook_complete(store.conn, job_id, token)
+    finally:
+        store.close()
+    return completed
+
+
+def _textbook_claim(conn, queue, worker):
+    """(id, payload, token) of the job reserved, or None; a deadlock counts as nothing found."""
+    token = secrets.token_hex(16)
+    try:
+        conn.begin()
+        with conn.cursor() as cursor:
+            if not cursor.execute(TEXTBOOK_CLAIM_SELECT, (queue,)):
+                conn.commit()
+                return None
+            job_id, payload = cursor.fetchone()
+            cursor.execute(TEXTBOOK_RESERVE, (token, _micros(TEXTBOOK_LEASE_SECONDS), worker,
+                                              job_id))
+        conn.commit()
+    except pymysql.err.OperationalError as exc:
+        conn.rollback()
+        if _error_code(exc) not in DEADLOCK_CODES:
+            raise
+        return None
+    return job_id, payload, token
+
+
+def _textbook_complete(conn, job_id, token):
+    conn.begin()
+    with conn.cursor() as cursor:
+        done = cursor.execute(TEXTBOOK_COMPLETE, (job_id, token))
+    conn.commit()
+    return done
+
+
+def bench_unfinished(store, queue):
+    """How many jobs of `queue` are ready or reserved."""
+    return store._one(BENCH_UNFINISHED, (queue,))[0]
+
+
+def bench_delete_queue(store, queue):
+    """Delete every row of a scratch queue; returns how many."""
+    deleted = 0
+    while True:
+        count = store._rowcount(BENCH_DELETE_QUEUE, (queue, BENCH_DELETE_CHUNK))
+        deleted += count
+        if count < BENCH_DELETE_CHUNK:
+            return deleted
+
+
+def bench_counters(store):
+    """({name: value} server-wide, {name: value} of this connection) for
+    BENCH_COUNTER_NAMES; a counter with no per-connection value shows its
+    server-wide one in the second."""
+    return _status(store, BENCH_GLOBAL_COUNTERS), _status(store, BENCH_SESSION_COUNTERS)
+
+
+def _status(store, sql):
+    with store.conn.cursor() as cursor:
+        cursor.execute(sql)
+        return {name: int(value) for name, value in cursor.fetchall()}
+
+
+def bench_fill_done(store, queue, rows, job_type, payload_text):
+    """Fill `queue` with `rows` done jobs by doubling; yields the count after each step."""
+    store._rowcount(BENCH_SEED_DONE, (queue, job_type, payload_text))
+    have = 1
+    while have < rows:
+        have += store._rowcount(BENCH_DOUBLE_DONE, (queue, min(have, rows - have)))
+        yield have
