@@ -248,7 +248,7 @@ def run_command(args, config):
 
 
 def _job_count(text):
-    """--max-jobs N: a whole number from 1 (0 would mean "never stop" by accident)."""
+    """--max-jobs N, --limit N: a whole number from 1 (--max-jobs 0 would mean "never stop")."""
     try:
         value = int(text)
     except ValueError:
@@ -291,7 +291,7 @@ def work_command(args, config):
 
 def _failed_arguments(parser):
     parser.add_argument("--queue")
-    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--limit", type=_job_count, default=100)
 
 
 @command("failed", "List dead jobs (never their payloads).",
@@ -330,3 +330,54 @@ def show_command(args, config):
         raise UserError(f"no job {args.id}")
     print(json.dumps(job, default=str, indent=2))
 
+
+
+# --- measuring -------------------------------------------------------------------------
+
+def _worker_counts(text):
+    """--workers 1,2,4,8: whole numbers from 1, in the order given."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError("give worker counts of at least 1, e.g. 1,2,4,8")
+    return counts
+
+
+def _drop_inherited_option(parser, flag):
+    """Take a shared settings flag off this one subcommand (the shared action itself
+    is left as it is, so the other subcommands keep it)."""
+    action = parser._option_string_actions.pop(flag)
+    parser._actions.remove(action)
+    for group in parser._action_groups:
+        if action in group._group_actions:
+            group._group_actions.remove(action)
+
+
+def _bench_arguments(parser):
+    _drop_inherited_option(parser, "--workers")   # here it is a list of counts
+    group = parser.add_argument_group("benchmark")
+    group.add_argument("--workers", dest="bench_workers", type=_worker_counts, default=[1, 2, 4, 8],
+                       metavar="N,N,...", help="Worker counts to measure (default 1,2,4,8).")
+    group.add_argument("--jobs", type=_job_count, default=20000, metavar="N",
+                       help="No-op jobs per throughput run (default 20000).")
+    group.add_argument("--payload-bytes", type=_job_count, default=200, metavar="BYTES",
+                       help="JSON payload size of each job (default 200).")
+    group.add_argument("--pickups", type=_job_count, default=50, metavar="N",
+                       help="Jobs enqueued one at a time for pickup latency (default 50).")
+    group.add_argument("--done-rows", type=_job_count, default=0, metavar="N",
+                       help="Also fill the table with N done rows and rerun the largest "
+                            "worker count (MySQL only; e.g. 1000000).")
+    group.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+
+@command("bench", "Measure throughput, pickup latency, database load and memory of the "
+         "supervisor against a textbook baseline, on a scratch queue of the configured "
+         "database. An admin tool: it DELETEs its scratch rows afterwards (even after "
+         "Ctrl-C), so the account needs DELETE on prefork_jobs.", arguments=_bench_arguments)
+def bench_command(args, config):
+    from .bench import Plan, run_bench
+    plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
+                pickups=args.pickups, done_rows=args.done_rows, as_json=args.json)
+    return run_bench(plan, config)

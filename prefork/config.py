@@ -5,6 +5,7 @@ Precedence, lowest to highest: default, config file, environment
 flag and never printed unmasked.
 """
 import configparser
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -33,6 +34,8 @@ def _non_negative_float(text):
     value = float(text)
     if not value >= 0:  # also rejects NaN
         raise ValueError("must not be negative")
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
     return value
 
 
@@ -40,6 +43,8 @@ def _positive_float(text):
     value = float(text)
     if not value > 0:
         raise ValueError("must be greater than 0")
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
     return value
 
 

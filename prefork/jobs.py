@@ -13,6 +13,8 @@ from .registry import JOB_TYPE_PATTERN
 QUEUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_KEY_LENGTH = 191
 PRIORITY_RANGE = (-32768, 32767)
+MAX_DELAY = 100 * 366 * 86400      # seconds; also keeps available_at inside DATETIME
+MAX_ATTEMPTS_LIMIT = 2 ** 32 - 1   # the column is INT UNSIGNED
 
 
 @dataclass
@@ -94,11 +96,11 @@ def new_job(job_type, payload=None, *, queue="default", key=None, delay=0.0, run
         raise UserError(f"invalid queue name {queue!r}: use 1-64 of A-Z a-z 0-9 _ . : -")
     if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH):
         raise UserError(f"idempotency key must be 1-{MAX_KEY_LENGTH} characters")
-    if not isinstance(delay, (int, float)) or not delay >= 0:
-        raise UserError("delay must be a number of seconds, not negative")
+    if not isinstance(delay, (int, float)) or not 0 <= delay <= MAX_DELAY:  # also NaN and inf
+        raise UserError(f"delay must be a number of seconds from 0 to {MAX_DELAY} (100 years)")
     if not isinstance(priority, int) or not PRIORITY_RANGE[0] <= priority <= PRIORITY_RANGE[1]:
         raise UserError(f"priority must be an integer from {PRIORITY_RANGE[0]} to {PRIORITY_RANGE[1]}")
-    if not isinstance(max_attempts, int) or max_attempts < 1:
-        raise UserError("max attempts must be at least 1")
+    if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise UserError(f"max attempts must be from 1 to {MAX_ATTEMPTS_LIMIT}")
     text = encode_payload({} if payload is None else payload, max_payload_bytes)
     return NewJob(job_type, text, queue, key, float(delay), run_at, priority, max_attempts)

@@ -151,6 +151,9 @@ def test_missing_schema_is_one_line_and_creates_nothing(fresh_database):
     (["bad type!", "{}"], ["invalid job type"]),
     (["noop", "{}", "--key", "k" * 192], ["idempotency key"]),
     (["noop", "{}", "--delay", "-5"], ["delay"]),
+    (["noop", "{}", "--delay", "inf"], ["delay"]),
+    (["noop", "{}", "--delay", "1e12"], ["delay"]),
+    (["noop", "{}", "--max-attempts", "99999999999"], ["max attempts"]),
     (["noop", "{}", "--priority", "99999"], ["priority"]),
     (["noop", "{}", "--bogus"], ["unrecognized arguments", "--bogus"]),
     (["noop", "{}", "--priority", "high"], ["--priority"]),
@@ -231,7 +234,8 @@ def test_failed_lists_dead_jobs_without_payloads_and_retry_puts_them_back(migrat
     assert job_row(clean_db, alive)["status"] == "ready"
     assert run_cli("failed", dsn=migrated).stdout.strip().count("\n") == 0  # header only
 
-    for bad in (["retry"], ["retry", "--all", str(unknown)], ["retry", "abc"]):
+    for bad in (["retry"], ["retry", "--all", str(unknown)], ["retry", "abc"],
+                ["failed", "--limit", "-1"]):
         assert_refused(run_cli(*bad, dsn=migrated))
 
 
