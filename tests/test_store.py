@@ -320,3 +320,38 @@ def test_hand_back_uncharged_restores_the_attempt(backend_store, db):
                        charge=False) == "ready"
     row = db.row(job_id)
     assert row["attempts"] == 0 and row["crashes"] == 0 and row["status"] == "ready"
+
+
+def test_ready_count_counts_ready_jobs_of_each_queue_up_to_the_limit(backend_store):
+    s = backend_store()
+    s.enqueue_many([new_job("noop") for _ in range(3)] + [new_job("noop", queue="mail")] * 2)
+    s.enqueue(new_job("noop", delay=3600))  # delayed: not ready
+    claim_one(s)                             # reserved: not ready
+    assert s.ready_count(["default"], 10) == 2
+    assert s.ready_count(["default"], 1) == 1
+    assert s.ready_count(["default", "mail"], 10) == 4
+    assert s.ready_count(["other"], 10) == 0
+
+
+def test_complete_and_claim_finishes_one_job_and_reserves_the_next(backend_store, db):
+    s = backend_store()
+    first = s.enqueue(new_job("noop", queue="high"))
+    second = s.enqueue(new_job("noop", queue="low"))
+    job = claim_one(s, queues=("high", "low"))
+    completed, next_job = s.complete_and_claim(job, ["high", "low"], WORKER, 30)
+    assert completed and next_job.id == second and next_job.attempt == 1
+    assert db.row(first)["status"] == "done"
+    row = db.row(second)
+    assert row["status"] == "reserved" and row["lease_token"] == next_job.lease_token
+    completed, after_last = s.complete_and_claim(next_job, ["high", "low"], WORKER, 30)
+    assert completed and after_last is None
+
+
+def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, db):
+    s = backend_store()
+    job_id = s.enqueue(new_job("noop"))
+    stale = claim_one(s, lease=0.1)
+    db.sleep(0.2)
+    completed, next_job = s.complete_and_claim(stale, ["default"], WORKER, 30)
+    assert not completed and next_job is None
+    assert db.row(job_id)["status"] == "reserved"

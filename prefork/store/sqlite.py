@@ -9,9 +9,8 @@ How the store contract holds on SQLite:
 - SQLite has one writer at a time and no row locks, so every write is one
   BEGIN IMMEDIATE transaction: it takes the write lock before it reads, and a
   claim's read and its reservation cannot interleave with another writer's.
-  Waiting for the lock is SQLite's busy timeout (lock_wait_timeout), plus
-  retries with jitter within the same bound for the contention SQLite reports
-  at once instead of waiting.
+  A busy lock is retried every few milliseconds, with jitter, for up to
+  lock_wait_timeout seconds; only then does the caller see "database is locked".
 - Times come from this host's clock (there is no server) and are stored as
   fixed-width UTC text to the microsecond, so text order is time order.
   get() and dead_jobs() return naive UTC datetimes, as the MySQL store does.
@@ -37,7 +36,12 @@ from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations
 DSN_PREFIX = "sqlite:///"
 TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
-BUSY_FIRST_PAUSE, BUSY_LONGEST_PAUSE = 0.002, 0.1   # seconds between retries, before jitter
+# SQLite's own busy handler sleeps up to 100 ms between looks at a busy lock,
+# so a process that writes again at once keeps winning it and the sleepers
+# starve (seconds, under a burst of enqueues). So its handler only covers
+# short waits and we look again every few milliseconds.
+SQLITE_BUSY_HANDLER_SECONDS = 0.02
+BUSY_FIRST_PAUSE, BUSY_LONGEST_PAUSE = 0.001, 0.01   # seconds between retries, before jitter
 # Filesystems whose file locking SQLite cannot rely on (see sqlite.org/useovernet.html).
 NETWORK_FILESYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
@@ -68,6 +72,12 @@ CLAIM_SELECT = (
     f"SELECT {CLAIMED_COLUMNS} FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
     " WHERE status = 'ready' AND queue = :queue AND available_at <= :now"
     " ORDER BY priority, available_at, id LIMIT :limit")
+
+# How many jobs of one queue are ready, counting at most :limit, from the
+# claim index (a read: no lock taken).
+READY_COUNT = (
+    "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now LIMIT :limit)")
 
 CLAIM_RESERVE = (
     "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = :token,"
@@ -213,19 +223,14 @@ def _is_busy(exc):
     return str(exc).startswith(("database is locked", "database table is locked"))
 
 
-def _execute_when_free(conn, sql, busy_seconds):
-    """Run a statement that needs a lock another connection may hold.
-
-    SQLite's busy handler waits up to busy_seconds by itself, but some
-    contention (a WAL being recovered, a journal-mode change, a stale read
-    snapshot) is reported at once; retry that with growing, jittered pauses
-    until busy_seconds have passed since the first try.
-    """
+def _execute_when_free(conn, sql, params, busy_seconds):
+    """Run a statement that needs a lock another connection may hold, retrying
+    with short jittered pauses until busy_seconds have passed since the first try."""
     deadline = time.monotonic() + busy_seconds
     pause = BUSY_FIRST_PAUSE
     while True:
         try:
-            return conn.execute(sql)
+            return conn.execute(sql, params)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc) or time.monotonic() >= deadline:
                 raise
@@ -242,9 +247,9 @@ def _connect(path, busy_seconds):
         # isolation_level=None: the store issues BEGIN/COMMIT itself.
         # check_same_thread=False: one thread uses a store at a time, but
         # another (a test fixture, a supervisor thread) may close it.
-        conn = sqlite3.connect(path, timeout=busy_seconds, isolation_level=None,
+        conn = sqlite3.connect(path, timeout=SQLITE_BUSY_HANDLER_SECONDS, isolation_level=None,
                                check_same_thread=False)
-        mode = _execute_when_free(conn, "PRAGMA journal_mode = WAL", busy_seconds).fetchone()[0]
+        mode = _execute_when_free(conn, "PRAGMA journal_mode = WAL", (), busy_seconds).fetchone()[0]
         # FULL: a commit the caller was told about survives a power cut (in
         # WAL mode, NORMAL may lose the last transactions).
         conn.execute("PRAGMA synchronous = FULL")
@@ -311,6 +316,7 @@ class SQLiteStore(Store):
             _warn_once(("network", self.path), "sqlite_on_network_filesystem", path=self.path,
                        fstype=fs_type, advice="SQLite locking is not reliable over a network "
                        "filesystem: use a local disk, or MySQL for more than one host")
+        self.bell_key = f"sqlite/{self.path}"   # wake-ups of this host's supervisors
         self.owner_pid = os.getpid()
         self.conn = _connect(self.path, self.busy_seconds)
         if self._missing_versions():
@@ -339,7 +345,7 @@ class SQLiteStore(Store):
     def _write(self):
         """One write transaction holding the database's write lock from its first read."""
         conn = self._connection()
-        _execute_when_free(conn, "BEGIN IMMEDIATE", self.busy_seconds)
+        _execute_when_free(conn, "BEGIN IMMEDIATE", (), self.busy_seconds)
         try:
             with closing(conn.cursor()) as cursor:
                 yield cursor
@@ -360,8 +366,13 @@ class SQLiteStore(Store):
             cursor.execute(sql, {**params, **_times(_utc_now(), **offsets)})
             return cursor.rowcount
 
+    def _read(self, sql, params=()):
+        """A cursor over a read. WAL readers are rarely kept waiting (while a
+        crashed writer's WAL is recovered); they get the same bound as writers."""
+        return _execute_when_free(self._connection(), sql, params, self.busy_seconds)
+
     def _read_dicts(self, sql, params):
-        with closing(self._connection().execute(sql, params)) as cursor:
+        with closing(self._read(sql, params)) as cursor:
             names = [column[0] for column in cursor.description]
             return [decode_times(dict(zip(names, row))) for row in cursor.fetchall()]
 
@@ -375,14 +386,15 @@ class SQLiteStore(Store):
 
     # -- schema ---------------------------------------------------------------
 
-    def _applied_versions(self, cursor):
-        if cursor.execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
+    @staticmethod
+    def _applied_versions(execute):
+        """Versions recorded so far, read with `execute` (a cursor's, or _read)."""
+        if execute(HAS_MIGRATIONS_TABLE).fetchone() is None:
             return set()
-        return {row[0] for row in cursor.execute(SCHEMA_VERSIONS).fetchall()}
+        return {row[0] for row in execute(SCHEMA_VERSIONS).fetchall()}
 
     def _missing_versions(self):
-        with closing(self._connection().cursor()) as cursor:
-            applied = self._applied_versions(cursor)
+        applied = self._applied_versions(self._read)
         return [version for version, _, _ in packaged_migrations("sqlite") if version not in applied]
 
     def migrate(self):
@@ -392,7 +404,7 @@ class SQLiteStore(Store):
         done_now = []
         with self._write() as cursor:
             cursor.execute(CREATE_MIGRATIONS)
-            applied = self._applied_versions(cursor)
+            applied = self._applied_versions(cursor.execute)
             for version, name, sql in packaged_migrations("sqlite"):
                 if version in applied:
                     continue
@@ -413,7 +425,9 @@ class SQLiteStore(Store):
 
     def enqueue(self, new_job):
         with self._write() as cursor:
-            return enqueue_on(cursor, new_job)
+            job_id = enqueue_on(cursor, new_job)
+        self.ring([new_job])
+        return job_id
 
     def enqueue_many(self, new_jobs):
         if not new_jobs:
@@ -421,19 +435,38 @@ class SQLiteStore(Store):
         with self._write() as cursor:
             now = _utc_now()
             cursor.executemany(ENQUEUE, [_enqueue_params(job, now) for job in new_jobs])
-            return cursor.rowcount
+            added = cursor.rowcount
+        self.ring(new_jobs)
+        return added
 
     # -- life cycle ---------------------------------------------------------------
 
     def claim(self, queues, worker, lease_seconds, limit=1):
         with self._write() as cursor:
             times = _times(_utc_now(), lease_until=lease_seconds)
-            rows = _ready_rows(cursor, queues, limit, times["now"])
-            tokens = [secrets.token_hex(16) for _ in rows]
-            cursor.executemany(CLAIM_RESERVE, [
-                {**times, "token": token, "worker": worker, "id": row[0]}
-                for row, token in zip(rows, tokens)])
+            return self._reserve(cursor, queues, worker, limit, times)
+
+    def complete_and_claim(self, job, queues, worker, lease_seconds):
+        # One lock and one commit instead of two: on SQLite the commit is the cost.
+        with self._write() as cursor:
+            times = _times(_utc_now(), lease_until=lease_seconds)
+            cursor.execute(COMPLETE, {**_lease(job), **times})
+            completed = cursor.rowcount == 1
+            next_jobs = self._reserve(cursor, queues, worker, 1, times)
+        return completed, next(iter(next_jobs), None)
+
+    def _reserve(self, cursor, queues, worker, limit, times):
+        """Claim up to `limit` ready jobs inside the caller's write transaction."""
+        rows = _ready_rows(cursor, queues, limit, times["now"])
+        tokens = [secrets.token_hex(16) for _ in rows]
+        cursor.executemany(CLAIM_RESERVE, [{**times, "token": token, "worker": worker, "id": row[0]}
+                                           for row, token in zip(rows, tokens)])
         return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
+
+    def ready_count(self, queues, limit):
+        now = _stamp(_utc_now())
+        return sum(self._read(READY_COUNT, {"queue": queue, "now": now, "limit": limit}).fetchone()[0]
+                   for queue in queues)
 
     def complete(self, job):
         return self._write_one(COMPLETE, _lease(job)) == 1
@@ -513,8 +546,8 @@ class SQLiteStore(Store):
 
     def counts(self, queue=None):
         queue_filter = "WHERE queue = :queue" if queue else ""
-        with closing(self._connection().execute(COUNTS.format(queue_filter=queue_filter),
-                                                {"queue": queue})) as cursor:
+        with closing(self._read(COUNTS.format(queue_filter=queue_filter),
+                                {"queue": queue})) as cursor:
             return {status: count for status, count in cursor.fetchall()}
 
 
@@ -552,3 +585,25 @@ def enqueue_on(cursor, new_job):
     if cursor.rowcount == 1:
         return cursor.lastrowid
     return cursor.execute(EXISTING_JOB, params).fetchone()[0]
+
+
+# --- for the benchmark ----------------------------------------------------------------
+# `prefork-queue bench` (prefork/bench/) polls its scratch queue and deletes its
+# rows afterwards (an admin tool). The textbook baseline and the server counters
+# are MySQL's only.
+
+BENCH_UNFINISHED = ("SELECT COUNT(*) FROM prefork_jobs"
+                    " WHERE status IN ('ready', 'reserved') AND queue = :queue")
+
+BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = :queue"
+
+
+def bench_unfinished(store, queue):
+    """How many jobs of `queue` are ready or reserved."""
+    with closing(store._connection().execute(BENCH_UNFINISHED, {"queue": queue})) as cursor:
+        return cursor.fetchone()[0]
+
+
+def bench_delete_queue(store, queue):
+    """Delete every row of a scratch queue; returns how many."""
+    return store._write_one(BENCH_DELETE_QUEUE, {"queue": queue})
