@@ -178,7 +178,10 @@ def test_crash_loop_backs_off_while_database_is_down_and_pool_refills(throwaway_
         assert all(effects == 1 and same_job for _, _, effects, same_job in by_key.values()), \
             {key: row for key, row in by_key.items() if row[2] != 1}
         assert query(server, "SELECT COUNT(*) FROM ledger")[0][0] == total
-        assert all(by_key[key][0] == 2 for key in slow_keys), by_key     # died once, ran once
+        # A held job comes back either through the parent's hand-back, which does not
+        # charge the job for its worker's database failure, or through lease expiry,
+        # which cannot tell and counts the attempt: it ran once more either way.
+        assert all(by_key[key][0] in (1, 2) for key in slow_keys), by_key
         assert all(by_key[key][0] == 1 for key in ledger_keys), by_key
 
         # And it still drains cleanly.
@@ -190,17 +193,16 @@ def test_crash_loop_backs_off_while_database_is_down_and_pool_refills(throwaway_
         sup.kill_all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "supervisor.py Supervisor._manage: after a boot failure it means to 'probe with one "
-    "child until one comes up', but next_spawn_at stays in the past after the probe is "
-    "forked, so the next loop passes (sleep 0) fork one more each until the whole pool "
-    "is forked again: WORKERS children per backoff wait instead of one"))
 def test_backoff_probes_with_one_child_at_a_time(throwaway_mariadb, tmp_path):
     server = throwaway_mariadb
     prepare(server)
     sup = start_supervisor(tmp_path, server)
     try:
         sup.wait_event("worker_ready", count=WORKERS)
+        # Idle children do not touch the database; busy ones notice it going away.
+        enqueue(server, [new_job(SLOW_JOB, {"seconds": SLOW_SECONDS}, key=f"slow-{n}")
+                         for n in range(WORKERS)])
+        sup.wait_event("job_claimed", count=WORKERS, type=SLOW_JOB)
         _, backoff_from, _ = take_database_away(sup, server)
         # The first boot failures come from the immediate replacements of the children
         # that crashed; from then on only one probe child may be starting at a time.
