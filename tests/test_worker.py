@@ -7,7 +7,6 @@ import logging
 import signal
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 
 import pytest
