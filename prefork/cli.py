@@ -232,10 +232,22 @@ def _job_from_line(line, where, config):
 
 # --- working ------------------------------------------------------------------------
 
+EXAMPLE_APP = "prefork.examples"
+
+
 def import_handlers(config):
     """Import the application; refuse to work without handlers, which would send
-    every job to dead as an unknown type."""
-    registry.import_apps(config.app)
+    every job to dead as an unknown type.
+
+    A first run with nothing configured (no --app, the default SQLite file)
+    gets the example handlers, so `prefork-queue --workers 8` shows jobs flow.
+    """
+    apps = config.app
+    if not apps and config.source("dsn") == "default":
+        apps = [EXAMPLE_APP]
+        logs.event("example_handlers", level=logs.logging.WARNING, app=EXAMPLE_APP,
+                   note="no --app given: running the shipped example handlers")
+    registry.import_apps(apps)
     if not registry.registered_types():
         raise UserError("no job handlers registered: name your handler module(s) with --app")
 

@@ -85,7 +85,8 @@ class Setting:
 
 SETTINGS = [
     # database
-    Setting("dsn", str, "", "Database URL, e.g. mysql://user@host:3306/db (no password in it).",
+    Setting("dsn", str, "sqlite:///prefork-queue.db", "Database URL: sqlite:///relative.db, "
+            "sqlite:////absolute.db (one host), or mysql://user@host:3306/db (no password in it).",
             "database", metavar="URL"),
     Setting("db_password", str, None, "Database password; environment only "
             "(PREFORK_QUEUE_DB_PASSWORD), never a flag.", "database", secret=True, flag=False),
@@ -116,8 +117,9 @@ SETTINGS = [
             "with @prefork.handler.", "worker", metavar="MODULES"),
     Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2"),
-    Setting("poll_interval", _positive_float, 1.0, "Longest sleep between polls of an empty queue.",
-            "worker", metavar="S"),
+    Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "
+            "workers are idle: the supervisor looks once for all its children (jobs enqueued on "
+            "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),
     # supervisor
     Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
             metavar="N"),

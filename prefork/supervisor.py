@@ -110,7 +110,7 @@ class Supervisor:
         self.store = open_store(self.config)   # errors here stop the start, before any fork
         self.store.check_schema()
         self._install_signal_handlers()
-        self.bell = doorbell.Doorbell(self.store.bell_key or self.config.dsn)
+        self.bell = doorbell.Doorbell(self.store.bell_key)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=getattr(self.store, "connection_id", lambda: None)())
         # Objects imported so far are never collected in the children, so

@@ -122,8 +122,8 @@ def test_bad_or_unreachable_database_is_one_line(migrated, clean_db, bad_dsn, wo
     assert job_count(clean_db) == before
 
 
-def test_no_dsn_at_all_is_one_line(mysql_server):
-    assert_refused(run_cli("enqueue", "noop"), "no database configured")
+def test_an_empty_dsn_is_one_line(mysql_server):
+    assert_refused(run_cli("enqueue", "noop", "--dsn", ""), "no database configured")
 
 
 def test_missing_schema_is_one_line_and_creates_nothing(fresh_database):

@@ -73,10 +73,9 @@ class Store(abc.ABC):
         lease token and a lease deadline. Returns a list of Jobs (maybe empty).
         """
 
+    @abc.abstractmethod
     def ready_count(self, queues, limit):
-        """How many jobs of these queues could be claimed now, counting at most `limit`.
-        A backend without a cheap count answers `limit`: every idle worker looks."""
-        return limit
+        """How many jobs of these queues could be claimed now, counting at most `limit`."""
 
     @abc.abstractmethod
     def complete(self, job):

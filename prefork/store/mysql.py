@@ -19,7 +19,7 @@ from ..retry import hand_back_decision
 from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
-CLAIM_RETRIES = 5
+CONTENTION_RETRIES = 5
 MIGRATION_LOCK = "prefork_queue_migrate"
 
 # --- named queries -----------------------------------------------------------
@@ -46,12 +46,14 @@ CLAIM_SELECT = (
     " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
 
 # The fence shared by complete, fail and extend: our token, still reserved,
-# lease not yet over. Zero rows matched means the lease was lost.
+# lease not yet over. Zero rows matched means the lease was lost. Statements
+# on one job by id force the primary key: through the lease index they would
+# lock other workers' reserved rows and deadlock with them.
 LEASE_FENCE = ("id = %s AND status = 'reserved' AND lease_token = %s"
                " AND lease_until > UTC_TIMESTAMP(6)")
 
 COMPLETE = (
-    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL, lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
 # A claim is one round trip and one commit: a multi-statement script that
@@ -60,7 +62,8 @@ COMPLETE = (
 # trips between client and server are saved.
 CLAIM_STEPS = (
     CLAIM_SELECT.replace("SELECT id FROM", "SELECT id INTO @prefork_claimed FROM") + ";"
-    " UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    " UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'reserved', attempts = attempts + 1,"
+    " lease_token = %s,"
     " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
     " updated_at = UTC_TIMESTAMP(6) WHERE id = @prefork_claimed;")
 
@@ -86,10 +89,11 @@ COMPLETE_AND_CLAIM = (
     "SET @prefork_claimed = NULL; START TRANSACTION; " + COMPLETE + ";"
     " SET @prefork_completed = ROW_COUNT(); " + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
 
-LOCK_FOR_COMPLETION = f"SELECT 1 FROM prefork_jobs WHERE {LEASE_FENCE} FOR UPDATE"
+LOCK_FOR_COMPLETION = (f"SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE {LEASE_FENCE}"
+                       " FOR UPDATE")
 
 FAIL = (
-    "UPDATE prefork_jobs SET status = %s, last_error = %s, lease_token = NULL,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, last_error = %s, lease_token = NULL,"
     " lease_until = NULL, available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
     " WHERE " + LEASE_FENCE)
@@ -97,26 +101,26 @@ FAIL = (
 # Release needs no live lease: giving back an unstarted claim is always
 # safe while the token still matches (nobody else took the job).
 RELEASE = (
-    "UPDATE prefork_jobs SET status = 'ready', attempts = attempts - 1, lease_token = NULL,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'ready', attempts = attempts - 1, lease_token = NULL,"
     " lease_until = NULL, locked_by = NULL, updated_at = UTC_TIMESTAMP(6)"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
 EXTEND = (
-    "UPDATE prefork_jobs SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
 EXTEND_MANY = (
-    "UPDATE prefork_jobs SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " updated_at = UTC_TIMESTAMP(6) WHERE status = 'reserved'"
     " AND lease_until > UTC_TIMESTAMP(6) AND ({pairs})")
 
 # The dead worker's job, locked by its token (no lease check: the token
 # proves nobody else took it).
-LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs"
+LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs FORCE INDEX (PRIMARY)"
              " WHERE id = %s AND status = 'reserved' AND lease_token = %s FOR UPDATE")
 
 HAND_BACK = (
-    "UPDATE prefork_jobs SET status = %s, attempts = attempts - %s, crashes = crashes + %s,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, attempts = attempts - %s, crashes = crashes + %s,"
     " last_error = %s, lease_token = NULL, lease_until = NULL,"
     " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
@@ -130,7 +134,8 @@ EXPIRED_SELECT = (
     " ORDER BY lease_until LIMIT %s FOR UPDATE SKIP LOCKED")
 
 RECOVER = (
-    "UPDATE prefork_jobs SET status = IF(attempts >= max_attempts, 'dead', 'ready'),"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET status = IF(attempts >= max_attempts, 'dead', 'ready'),"
     " last_error = 'lease expired', lease_token = NULL, lease_until = NULL,"
     " available_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6),"
     " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL)"
@@ -255,8 +260,24 @@ class MySQLStore(Store):
             return cursor.fetchone()
 
     def _rowcount(self, sql, args=None):
-        with self.conn.cursor() as cursor:
-            return cursor.execute(sql, args)
+        """Run one autocommitted statement; its affected row count."""
+        def execute():
+            with self.conn.cursor() as cursor:
+                return cursor.execute(sql, args)
+        return self._retry_contention(execute)
+
+    def _retry_contention(self, action):
+        """Run action(). A deadlock or lock-wait timeout is contention, not failure:
+        roll back and retry after a short random pause, so the parties do not
+        collide again. Only for whole transactions or autocommitted statements."""
+        for attempt in range(CONTENTION_RETRIES):
+            try:
+                return action()
+            except pymysql.err.OperationalError as exc:
+                self._rollback_quietly()
+                if _error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
 
     @contextmanager
     def _transaction(self):
@@ -347,23 +368,13 @@ class MySQLStore(Store):
                                               queues[0], worker, lease_seconds)
         if next_job is None and len(queues) > 1:
             next_job = next(iter(self.claim(queues[1:], worker, lease_seconds)), None)
-        return completed, next_job
+        return completed == 1, next_job
 
     def _run_claim(self, script, leading_args, queue, worker, lease_seconds):
-        """Run a claim script; returns (completed row count or None, Job or None).
-        A deadlock or lock wait is contention, not failure: retried after a
-        short random pause so the claimers do not collide again."""
+        """Run a claim script; returns (completed row count or None, Job or None)."""
         token = secrets.token_hex(16)
         args = leading_args + (queue, token, _micros(lease_seconds), worker)
-        for attempt in range(CLAIM_RETRIES):
-            try:
-                row = self._script_result(script, args)
-                break
-            except pymysql.err.OperationalError as exc:
-                self._rollback_quietly()
-                if _error_code(exc) not in DEADLOCK_CODES or attempt == CLAIM_RETRIES - 1:
-                    raise
-                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        row = self._retry_contention(lambda: self._script_result(script, args))
         completed, job_row = row[0], row[1:]
         job = claimed_job(job_row, token, self) if job_row[0] is not None else None
         return completed, job
