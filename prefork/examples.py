@@ -1,7 +1,7 @@
 """Example handlers shipped with prefork-queue, to watch jobs flow on a first run.
 
-    prefork-queue --workers 8 --app prefork.examples --dsn sqlite:///prefork-queue.db
-    # in a second terminal (same directory, same --dsn):
+    prefork-queue --workers 8     # no --app and the default SQLite file: these handlers
+    # in a second terminal (same directory):
     prefork-queue enqueue sleep '{"seconds": 5}'
     prefork-queue enqueue fail-n-times '{"times": 2}'
     prefork-queue enqueue report '{"title": "weekly"}' --key weekly

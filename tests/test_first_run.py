@@ -1,0 +1,68 @@
+"""A new user's first run, from the README: no server, no config, no --app."""
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import cli_env, wait_until
+from harness import wait_gone
+
+
+def in_dir(tmp_path, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "prefork", *args], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def job_statuses(path):
+    with sqlite3.connect(path) as conn:
+        return dict(conn.execute("SELECT idempotency_key, status FROM prefork_jobs"))
+
+
+def test_first_run_needs_no_server_and_no_app(tmp_path):
+    log = open(tmp_path / "sup.log", "w")
+    sup = subprocess.Popen([sys.executable, "-m", "prefork", "--workers", "3", "--log-format",
+                            "json", "--retry-base", "0.05"], cwd=tmp_path, env=cli_env(),
+                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        database = tmp_path / "prefork-queue.db"
+        wait_until(lambda: database.exists(), message="the SQLite file")
+        for args in (["sleep", '{"seconds": 1.5}', "--key", "s"],
+                     ["fail-n-times", '{"times": 2}', "--key", "f"],
+                     ["fail-n-times", '{"times": 9}', "--key", "d", "--max-attempts", "2"],
+                     ["report", '{"title": "weekly"}', "--key", "r"]):
+            result = in_dir(tmp_path, "enqueue", *args)
+            assert result.returncode == 0 and result.stdout.strip().isdigit(), result.stderr
+        titles = wait_until(lambda: (lambda out: out if "busy job" in out else None)(
+            subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout))
+        assert "prefork-queue master [default] workers 3/3" in titles
+        expected = {"s": "done", "f": "done", "d": "dead", "r": "done"}
+        wait_until(lambda: job_statuses(database) == expected, timeout=20,
+                   message=f"jobs to end as {expected}")
+        failed = in_dir(tmp_path, "failed")
+        assert failed.returncode == 0 and "fail-n-times" in failed.stdout
+        assert list((tmp_path / "prefork-reports").glob("report-*.json"))
+        children = [int(pid) for pid in subprocess.run(
+            ["pgrep", "-P", str(sup.pid)], capture_output=True, text=True).stdout.split()]
+        sup.send_signal(signal.SIGINT)
+        assert sup.wait(timeout=20) == 0
+        wait_gone(children)
+    finally:
+        sup.kill()
+        sup.wait(timeout=10)
+        log.close()
+    events = [json.loads(line)["event"] for line in (tmp_path / "sup.log").read_text().splitlines()
+              if line.startswith("{")]
+    assert "example_handlers" in events and "supervisor_stopped" in events
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--workers", "2", "--dsn", "sqlite:///q.db"], "--app"),
+    (["work", "--dsn", "sqlite:///q.db", "--once"], "--app"),
+])
+def test_a_configured_database_requires_an_app(tmp_path, args, words):
+    result = in_dir(tmp_path, *args)
+    assert result.returncode == 2 and words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
