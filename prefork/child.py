@@ -105,7 +105,8 @@ def _child_main(spec):
 
 def _message(state, job, outcome):
     if state == "busy":
-        return {"e": "busy", "id": job.id, "token": job.lease_token, "type": job.type}
+        return {"e": "busy", "id": job.id, "token": job.lease_token, "type": job.type,
+                "queue": job.queue}
     if state == "waiting":   # no job ready: wake me when there is one
         return {"e": "waiting"}
     return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}

@@ -8,7 +8,6 @@ The parent never runs a handler. Its own database connection serves lease
 extension, hand-backs and lease recovery; children never use it.
 """
 import gc
-import json
 import logging
 import os
 import random
@@ -19,68 +18,19 @@ import time
 from . import child as child_module
 from . import config as config_module
 from . import doorbell, logs, registry
+from .children import ChildProcess, describe_status
 from .errors import UserError
-from .logs import error_class, event
-from .retry import RetryPolicy
-from .store import driver_errors, open_store
+from .logs import event
 from .titles import master_title, set_title
+from .upkeep import Upkeep
 from .wakeup import Waker
 
 HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGTTIN", "SIGTTOU", "SIGUSR1",
                    "SIGCHLD")
 QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
 FIRST_RESTART_BACKOFF = 0.5
-RECOVERY_INTERVAL_CAP = 30.0
-DB_RETRY_INTERVAL = 1.0
 TICK = 1.0                     # longest sleep of the main loop
 ROLLING_CAUSES = ("reload", "max-items", "max-memory")   # replaced one at a time
-
-
-class ChildProcess:
-    """The parent's record of one child: what it holds and why it may be stopping."""
-
-    def __init__(self, pid, slot, generation, read_fd, wake_fd):
-        self.pid, self.slot, self.generation = pid, slot, generation
-        self.read_fd, self.wake_fd = read_fd, wake_fd
-        self.started = time.monotonic()
-        self.buffer = b""
-        self.ready = False
-        self.waiting = False        # idle, with no job ready when it last looked
-        self.job = None             # {"id", "token", "type", "since"} while busy
-        self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
-        self.stop_cause = None      # why we told it to stop; None while it is wanted
-        self.kill_reason = None     # why we killed it, if we did
-        self.charge_job = True      # does its death count against the job it holds?
-        self.deadline = None        # (monotonic time, reason, charge): SIGKILL then
-
-    @property
-    def stopping(self):
-        return self.stop_cause is not None
-
-    def read_messages(self):
-        """Decode complete lines from the pipe; returns them as dicts."""
-        try:
-            while True:
-                chunk = os.read(self.read_fd, 65536)
-                if not chunk:
-                    break
-                self.buffer += chunk
-        except BlockingIOError:
-            pass
-        *lines, self.buffer = self.buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line]
-
-    def wake(self):
-        """Tell a waiting child that work is ready."""
-        self.waiting = False
-        try:
-            os.write(self.wake_fd, b"w")
-        except OSError:  # full (a wake-up is pending) or the child is gone
-            pass
-
-    def close(self):
-        os.close(self.read_fd)
-        os.close(self.wake_fd)
 
 
 class Supervisor:
@@ -93,13 +43,11 @@ class Supervisor:
         self.waker = Waker()
         self.pending_signals = []
         self.state = "running"        # running -> draining | quitting
-        self.store = None
-        self.store_retry_at = 0.0
-        self.pending_hand_backs = []
+        self.upkeep = None
         self.restart_failures = 0
         self.next_spawn_at = 0.0
         self.done = self.dead = 0
-        self.next_extend_at = self.next_recover_at = self.next_poll_at = 0.0
+        self.next_extend_at = self.next_poll_at = 0.0
         self.bell = None
         self.title = None
 
@@ -107,12 +55,11 @@ class Supervisor:
 
     def run(self):
         """Run until drained; returns the process exit status."""
-        self.store = open_store(self.config)   # errors here stop the start, before any fork
-        self.store.check_schema()
+        self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
         self._install_signal_handlers()
-        self.bell = doorbell.Doorbell(self.store.bell_key)
+        self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
-              pid=os.getpid(), connection=getattr(self.store, "connection_id", lambda: None)())
+              pid=os.getpid(), connection=self.upkeep.connection_id())
         # Objects imported so far are never collected in the children, so
         # their pages stay shared copy-on-write instead of being dirtied by gc.
         gc.freeze()
@@ -125,7 +72,8 @@ class Supervisor:
             if self.state != "running" and not self.children:
                 break
             self._wait()
-        self._flush_hand_backs()
+        self.upkeep.flush_hand_backs()
+        self.upkeep.close()
         self.bell.close()
         event("supervisor_stopped", done=self.done, dead=self.dead)
         return 0
@@ -232,11 +180,8 @@ class Supervisor:
         for other in self.children.values():
             other.close()
         self.waker.close()
-        if self.bell is not None:
-            self.bell.sock.close()   # the file stays: it is the parent's
-        if self.store is not None:
-            self.store.abandon()
-            self.store = None
+        self.bell.sock.close()   # the file stays: it is the parent's
+        self.upkeep.abandon()
 
     def _free_slot(self):
         used = {c.slot for c in self.children.values() if not c.stopping}
@@ -244,24 +189,14 @@ class Supervisor:
 
     def _handle_messages(self, child):
         for message in child.read_messages():
-            kind = message["e"]
-            if kind == "ready":
-                child.ready = True
+            finished = child.apply(message)
+            if message["e"] == "ready":
                 self.restart_failures = 0
                 event("worker_ready", pid=child.pid, slot=child.slot,
                       connection=message["connection"])
-            elif kind == "busy":
-                child.waiting = False
-                child.job = {"id": message["id"], "token": message["token"],
-                             "type": message["type"], "since": time.monotonic()}
-            elif kind == "waiting":
-                child.waiting = True
-            elif kind == "idle":
-                child.job = None
-                self.done += message.get("outcome") == "done"
-                self.dead += message.get("outcome") == "dead"
-            elif kind == "retire":
-                child.retire_reason = message["reason"]
+            elif finished:
+                self.done += finished["outcome"] == "done"
+                self.dead += finished["outcome"] == "dead"
 
     def _reap(self):
         while True:
@@ -278,11 +213,12 @@ class Supervisor:
                 self._child_exited(child, status)
 
     def _child_exited(self, child, status):
-        status_text = _describe_status(status)
+        status_text = describe_status(status)
         if status_text == f"exit code {child_module.FATAL_EXIT}":
             child.charge_job = False   # the database failed the worker, not the job
         if child.job is not None:
-            self._hand_back(child, child.kill_reason or status_text)
+            self.upkeep.hand_back(child.job, child.kill_reason or status_text, child.charge_job)
+            child.job = None
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
         boot_failure = not child.ready and not child.stopping
         event("worker_exited", level=logging.INFO if expected else logging.WARNING,
@@ -309,13 +245,13 @@ class Supervisor:
             child.stop_cause = cause
             child.deadline = (time.monotonic() + self.config.graceful_timeout,
                               "graceful timeout", False)
-        _signal(child, signal.SIGTERM)
+        child.send(signal.SIGTERM)
 
     def _kill(self, child, reason, signum=signal.SIGKILL, charge=True):
         """Stop a child now. charge: does this count against the job it holds?"""
         child.stop_cause = child.stop_cause or reason
         child.kill_reason, child.charge_job = reason, charge
-        _signal(child, signum)
+        child.send(signum)
 
     # -- keeping the pool ------------------------------------------------------
 
@@ -371,13 +307,9 @@ class Supervisor:
             self._extend_leases(now)
         if self._waiting_children() and now >= self.next_poll_at:
             self.next_poll_at = now + self.config.poll_interval
-            self._poll_for_work()
-        if now >= self.next_recover_at:
-            self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
-            recovered = self._with_store(lambda store: store.recover_expired())
-            if recovered:
-                event("leases_recovered", count=recovered)
-        self._flush_hand_backs()
+            self._wake_waiting(self.upkeep.ready_count(len(self._waiting_children())))
+        self.upkeep.recover_when_due(now)
+        self.upkeep.flush_hand_backs()
 
     def _enforce_hard_timeout(self, child, now):
         _, hard = registry.timeouts(child.job["type"], self.config)
@@ -386,13 +318,6 @@ class Supervisor:
 
     def _waiting_children(self):
         return [c for c in self.children.values() if c.waiting and not c.stopping]
-
-    def _poll_for_work(self):
-        """One look for the whole pool (no herd of idle children polling)."""
-        waiting = self._waiting_children()
-        ready = self._with_store(lambda store: store.ready_count(self.config.queues, len(waiting)))
-        if ready:
-            self._wake_waiting(ready)
 
     def _wake_waiting(self, jobs):
         for child in self._waiting_children()[:jobs]:
@@ -405,49 +330,7 @@ class Supervisor:
         leases = [(c.job["id"], c.job["token"]) for c in self.children.values()
                   if c.job and c.job["since"] <= due]
         if leases:
-            held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
-            if held is not None and held < len(leases):
-                event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
-
-    def _hand_back(self, child, cause):
-        self.pending_hand_backs.append((child.job["id"], child.job["token"], cause,
-                                        child.charge_job))
-        child.job = None
-        self._flush_hand_backs()
-
-    def _flush_hand_backs(self):
-        """Hand back dead children's jobs; kept and retried while the database is away."""
-        policy = RetryPolicy.from_config(self.config)
-        while self.pending_hand_backs:
-            job_id, token, cause, charge = self.pending_hand_backs[0]
-            status = self._with_store(lambda store: store.hand_back(
-                job_id, token, cause, policy, self.config.max_crashes, charge=charge))
-            if status is False:
-                return
-            self.pending_hand_backs.pop(0)
-            if status:
-                event("job_handed_back", job_id=job_id, status=status, cause=cause, charged=charge)
-
-    def _with_store(self, action):
-        """Run action(store) on the parent's connection; False when the database is away.
-        A broken connection is dropped and reopened later, not fatal to the parent."""
-        if self.store is None:
-            if time.monotonic() < self.store_retry_at:
-                return False
-            try:
-                self.store = open_store(self.config)
-            except (UserError,) + driver_errors() as exc:
-                self.store_retry_at = time.monotonic() + DB_RETRY_INTERVAL
-                event("supervisor_db_unavailable", level=logging.WARNING,
-                      error=str(exc) if isinstance(exc, UserError) else error_class(exc))
-                return False
-        try:
-            return action(self.store)
-        except driver_errors() as exc:
-            event("supervisor_db_error", level=logging.WARNING, error=error_class(exc))
-            self.store.close()
-            self.store, self.store_retry_at = None, time.monotonic() + DB_RETRY_INTERVAL
-            return False
+            self.upkeep.extend(leases)
 
     # -- stopping and reloading -------------------------------------------------------
 
@@ -477,9 +360,7 @@ class Supervisor:
         except UserError as exc:
             event("config_reload_failed", level=logging.ERROR, error=str(exc))
             return
-        if new_config.dsn != self.config.dsn and self.store is not None:
-            self.store.close()
-            self.store = None
+        self.upkeep.reconfigure(new_config)
         self.config, self.target = new_config, new_config.workers
         self.generation += 1
         logs.configure_from(new_config)
@@ -496,15 +377,3 @@ class Supervisor:
             self.title = title
             set_title(title)
 
-
-def _signal(child, signum):
-    try:
-        os.kill(child.pid, signum)
-    except ProcessLookupError:
-        pass  # already gone: the reaper will see it
-
-
-def _describe_status(status):
-    if os.WIFSIGNALED(status):
-        return signal.Signals(os.WTERMSIG(status)).name
-    return f"exit code {os.WEXITSTATUS(status)}"

@@ -1,0 +1,107 @@
+"""The parent's own database work: lease extension, hand-backs of dead children's
+jobs, lease recovery, and the pool's one look for ready jobs.
+
+The connection is the parent's alone (children abandon their inherited copy).
+When the database goes away, the parent carries on: the connection is
+dropped and reopened later, and pending hand-backs wait for it.
+"""
+import logging
+import time
+
+from .errors import UserError
+from .logs import error_class, event
+from .retry import RetryPolicy
+from .store import driver_errors, open_store
+
+RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
+RECOVERY_INTERVAL_CAP = 30.0
+
+
+class Upkeep:
+    def __init__(self, config):
+        self.config = config
+        self.store = open_store(config)   # errors here stop the start, before any fork
+        self.store.check_schema()
+        self.retry_at = 0.0
+        self.pending_hand_backs = []
+        self.next_recover_at = 0.0
+
+    def reconfigure(self, config):
+        if config.dsn != self.config.dsn:
+            self.close()
+        self.config = config
+
+    def connection_id(self):
+        getter = getattr(self.store, "connection_id", None)
+        return getter() if getter else None
+
+    # -- duties --------------------------------------------------------------------
+
+    def ready_count(self, limit):
+        """Jobs ready in our queues (at most limit); 0 when the database is away."""
+        return self._with_store(lambda store: store.ready_count(self.config.queues, limit)) or 0
+
+    def extend(self, leases):
+        held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
+        if held is not False and held < len(leases):
+            event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
+
+    def hand_back(self, job, cause, charge):
+        """Return a dead child's job; kept and retried while the database is away."""
+        self.pending_hand_backs.append((job["id"], job["token"], cause, charge))
+        self.flush_hand_backs()
+
+    def flush_hand_backs(self):
+        policy = RetryPolicy.from_config(self.config)
+        while self.pending_hand_backs:
+            job_id, token, cause, charge = self.pending_hand_backs[0]
+            status = self._with_store(lambda store: store.hand_back(
+                job_id, token, cause, policy, self.config.max_crashes, charge=charge))
+            if status is False:
+                return
+            self.pending_hand_backs.pop(0)
+            if status:
+                event("job_handed_back", job_id=job_id, status=status, cause=cause,
+                      charged=charge)
+
+    def recover_when_due(self, now):
+        """Return expired leases (a host that vanished) every half lease, at most 30 s."""
+        if now < self.next_recover_at:
+            return
+        self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
+        recovered = self._with_store(lambda store: store.recover_expired())
+        if recovered:
+            event("leases_recovered", count=recovered)
+
+    # -- the connection ------------------------------------------------------------------
+
+    def _with_store(self, action):
+        """Run action(store); False when the database is away."""
+        if self.store is None:
+            if time.monotonic() < self.retry_at:
+                return False
+            try:
+                self.store = open_store(self.config)
+            except (UserError,) + driver_errors() as exc:
+                self.retry_at = time.monotonic() + RETRY_INTERVAL
+                event("supervisor_db_unavailable", level=logging.WARNING,
+                      error=str(exc) if isinstance(exc, UserError) else error_class(exc))
+                return False
+        try:
+            return action(self.store)
+        except driver_errors() as exc:
+            event("supervisor_db_error", level=logging.WARNING, error=error_class(exc))
+            self.close()
+            self.retry_at = time.monotonic() + RETRY_INTERVAL
+            return False
+
+    def abandon(self):
+        """In a forked child: forget the connection without ending the parent's session."""
+        if self.store is not None:
+            self.store.abandon()
+            self.store = None
+
+    def close(self):
+        if self.store is not None:
+            self.store.close()
+            self.store = None
