@@ -14,6 +14,10 @@ from .errors import UserError
 
 ENV_PREFIX = "PREFORK_QUEUE_"
 FILE_SECTION = "prefork-queue"
+# Named sections beside the settings: [schedule:NAME] recurring jobs and
+# [command:TYPE] job types that run a program. Their keys are checked by the
+# modules that use them (schedules.py, commands.py).
+NAMED_SECTION_KINDS = ("schedule", "command")
 
 
 def _positive_int(text):
@@ -146,6 +150,9 @@ SETTINGS = [
     Setting("restart_backoff_cap", _positive_float, 30.0, "Longest wait between restarts of "
             "children that fail at start (e.g. the database is down).", "supervisor",
             metavar="S"),
+    Setting("metrics_address", str, "", "Serve Prometheus metrics at HOST:PORT, e.g. "
+            "127.0.0.1:9187 (off when empty; keep it on loopback).", "supervisor",
+            metavar="HOST:PORT"),
     # logging
     Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
             "readable text, or auto (text on a terminal, json otherwise).", "logging"),
@@ -161,10 +168,16 @@ BY_NAME = {setting.name: setting for setting in SETTINGS}
 class Config:
     """The effective settings: attribute access, plus where each value came from."""
 
-    def __init__(self, values, sources, path=None):
+    def __init__(self, values, sources, path=None, sections=None):
         self._values = dict(values)
         self._sources = dict(sources)
         self.path = path
+        self.sections = sections or {}   # {(kind, name): {key: raw text}}, see NAMED_SECTION_KINDS
+
+    def named(self, kind):
+        """{name: {key: raw text}} of the [kind:name] sections of the config file."""
+        return {name: keys for (section_kind, name), keys in self.sections.items()
+                if section_kind == kind}
 
     def __getattr__(self, name):
         try:
@@ -178,7 +191,7 @@ class Config:
     def replace(self, **changes):
         values = dict(self._values, **changes)
         sources = dict(self._sources, **{name: "override" for name in changes})
-        return Config(values, sources, self.path)
+        return Config(values, sources, self.path, self.sections)
 
     def describe(self):
         """(name, shown value, source) rows with secrets masked, for `prefork-queue config`."""
@@ -216,7 +229,8 @@ def _parse(setting, raw, where):
 
 
 def read_file(path):
-    """The raw key/value pairs of the config file's [prefork-queue] section.
+    """(settings, named sections) from the config file: the raw key/value pairs of
+    its [prefork-queue] section, and {(kind, name): {key: value}} of the others.
 
     Unknown keys and unknown sections are errors: a typo must not silently
     fall back to a default.
@@ -230,7 +244,14 @@ def read_file(path):
     except configparser.Error as exc:
         first_line = str(exc).splitlines()[0]
         raise UserError(f"config file {path!r} is not valid: {first_line}") from None
-    unknown_sections = [name for name in parser.sections() if name != FILE_SECTION]
+    named = {}
+    unknown_sections = []
+    for section in parser.sections():
+        kind, _, name = section.partition(":")
+        if kind in NAMED_SECTION_KINDS and name.strip():
+            named[(kind, name.strip())] = dict(parser.items(section))
+        elif section != FILE_SECTION:
+            unknown_sections.append(section)
     if parser.defaults():  # configparser hides [DEFAULT] from sections(); it is not ours either
         unknown_sections.insert(0, parser.default_section)
     if unknown_sections:
@@ -242,7 +263,7 @@ def read_file(path):
         if BY_NAME[key].secret:
             raise UserError(f"config file {path!r}: {key} must come from the environment "
                             f"({BY_NAME[key].env_name}), not the config file")
-    return raw
+    return raw, named
 
 
 def load(flags=None, path=None, environ=None):
@@ -250,7 +271,7 @@ def load(flags=None, path=None, environ=None):
     flags = flags or {}
     environ = os.environ if environ is None else environ
     path = path or environ.get(ENV_PREFIX + "CONFIG") or None
-    from_file = read_file(path) if path else {}
+    from_file, sections = read_file(path) if path else ({}, {})
     values, sources = {}, {}
     for setting in SETTINGS:
         value, source = setting.default, "default"
@@ -261,7 +282,7 @@ def load(flags=None, path=None, environ=None):
         if flags.get(setting.name) is not None:
             value, source = _parse(setting, flags[setting.name], setting.flag_name), "flag"
         values[setting.name], sources[setting.name] = value, source
-    return Config(values, sources, path)
+    return Config(values, sources, path, sections)
 
 
 def _shown_default(setting):

@@ -17,7 +17,7 @@ import time
 
 from . import child as child_module
 from . import config as config_module
-from . import doorbell, logs, registry
+from . import doorbell, logs, observers, registry
 from .children import ChildProcess, describe_status
 from .errors import UserError
 from .logs import event
@@ -49,6 +49,7 @@ class Supervisor:
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
         self.bell = None
+        self.observers = []
         self.title = None
 
     # -- start and main loop -------------------------------------------------
@@ -58,8 +59,10 @@ class Supervisor:
         self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
         self._install_signal_handlers()
         self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
+        self.observers = observers.build(self.config)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=self.upkeep.connection_id())
+        self._notify("started")
         # Objects imported so far are never collected in the children, so
         # their pages stay shared copy-on-write instead of being dirtied by gc.
         gc.freeze()
@@ -69,6 +72,8 @@ class Supervisor:
             self._manage()
             self._periodic()
             self._update_title()
+            for observer in self.observers:
+                observer.tick(time.monotonic(), self)
             if self.state != "running" and not self.children:
                 break
             self._wait()
@@ -76,6 +81,7 @@ class Supervisor:
         self.upkeep.close()
         self.bell.close()
         event("supervisor_stopped", done=self.done, dead=self.dead)
+        self._notify("stopped")
         return 0
 
     def _install_signal_handlers(self):
@@ -197,6 +203,7 @@ class Supervisor:
             elif finished:
                 self.done += finished["outcome"] == "done"
                 self.dead += finished["outcome"] == "dead"
+                self._notify("job_finished", **finished)
 
     def _reap(self):
         while True:
@@ -221,10 +228,11 @@ class Supervisor:
             child.job = None
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
         boot_failure = not child.ready and not child.stopping
+        reason = child.kill_reason or child.stop_cause or ("boot failure" if boot_failure
+                                                           else "crash")
         event("worker_exited", level=logging.INFO if expected else logging.WARNING,
-              pid=child.pid, slot=child.slot, status=status_text,
-              reason=child.kill_reason or child.stop_cause or
-              ("boot failure" if boot_failure else "crash"))
+              pid=child.pid, slot=child.slot, status=status_text, reason=reason)
+        self._notify("worker_exited", reason=reason, status=status_text)
         if child.retire_reason and child.stop_cause == child.retire_reason:
             event("worker_recycled", pid=child.pid, reason=child.retire_reason)
         if boot_failure:
@@ -340,6 +348,7 @@ class Supervisor:
         self.state = "draining"
         event("supervisor_stopping", signal=why, mode="graceful",
               graceful_timeout_s=self.config.graceful_timeout)
+        self._notify("stopping", mode="graceful")
         for child in self.children.values():
             self._stop(child, "shutdown")
 
@@ -348,6 +357,7 @@ class Supervisor:
             return
         self.state = "quitting"
         event("supervisor_stopping", signal=why, mode="quick")
+        self._notify("stopping", mode="quick")
         deadline = time.monotonic() + QUICK_STOP_GRACE
         for child in self.children.values():
             self._kill(child, "quick stop", signal.SIGQUIT, charge=False)
@@ -366,6 +376,11 @@ class Supervisor:
         logs.configure_from(new_config)
         event("config_reloaded", workers=self.target, queues=",".join(new_config.queues),
               generation=self.generation)
+        self._notify("reloaded", config=new_config)
+
+    def _notify(self, name, **fields):
+        for observer in self.observers:
+            observer.notify(name, fields)
 
     def _update_title(self):
         note = {"draining": "draining", "quitting": "stopping"}.get(self.state, "")

@@ -1,0 +1,16 @@
+"""What watches the supervisor besides its log: each observer gets the supervisor's
+notable moments and a tick on every pass of its loop.
+
+An observer has two methods:
+    notify(name, fields)   "started", "job_finished" (type, queue, outcome, seconds),
+                           "worker_exited" (reason), "reloaded" (config),
+                           "stopping", "stopped"
+    tick(now, supervisor)  periodic work on the main loop (never in a signal handler)
+"""
+from .sdnotify import SystemdNotifier
+
+
+def build(config):
+    """The observers this configuration asks for."""
+    candidates = [SystemdNotifier.from_environment()]
+    return [observer for observer in candidates if observer is not None]
