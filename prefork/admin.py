@@ -1,0 +1,134 @@
+"""The operator's commands for many hosts on one database: status, restart,
+pause, resume, prune, discard. Registered on the command line by cli.py."""
+import argparse
+import json
+import re
+from datetime import datetime, timezone
+
+from . import status as status_report
+from .cli import checked_store, command
+from .errors import UserError
+from .jobs import QUEUE_PATTERN
+from .progress import Progress
+
+ALL_HOSTS = "*"
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+PRUNE_BATCH = 1000
+
+
+def duration(text):
+    """7d, 12h, 30m, 90s, 2w -> seconds."""
+    match = DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a duration like 7d, 12h, 30m or 90s: {text!r}")
+    return float(match.group(1)) * UNIT_SECONDS[match.group(2)]
+
+
+def utc_time(text):
+    """An ISO time, read as UTC when it names no zone; naive UTC for the store."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO time like 2026-12-01T03:00: {text!r}") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def queue_name(text):
+    if not QUEUE_PATTERN.match(text):
+        raise argparse.ArgumentTypeError(f"invalid queue name {text!r}")
+    return text
+
+
+def _status_arguments(parser):
+    parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+
+
+@command("status", "Supervisors on every host and what their workers do; per queue: ready, "
+         "delayed, reserved, dead, done in the last hour, oldest ready job.",
+         arguments=_status_arguments)
+def status_command(args, config):
+    report = status_report.build(checked_store(config).status(status_report.DONE_WINDOW))
+    print(json.dumps(report, indent=2, default=str) if args.json else status_report.render(report))
+
+
+def _restart_arguments(parser):
+    parser.add_argument("--host", default=ALL_HOSTS, help="Only this host (default: every host).")
+    parser.add_argument("--at", type=utc_time, metavar="TIME",
+                        help="Replace children started before TIME (UTC; default: now). "
+                             "A future time waits for the clock.")
+
+
+@command("restart", "Replace, gracefully and one at a time, every worker started before now "
+         "(for deploys); workers started after the request keep running.",
+         arguments=_restart_arguments)
+def restart_command(args, config):
+    requested = checked_store(config).request_restart(args.host, args.at)
+    where = "every host" if args.host == ALL_HOSTS else f"host {args.host}"
+    print(f"restart requested for {where}: workers started before {requested} UTC are replaced")
+
+
+def _queue_arguments(parser):
+    parser.add_argument("queue", type=queue_name, metavar="QUEUE")
+
+
+@command("pause", "Stop every host from claiming jobs of QUEUE (running jobs finish).",
+         arguments=_queue_arguments)
+def pause_command(args, config):
+    checked_store(config).set_paused(args.queue, True)
+    print(f"queue {args.queue} paused")
+
+
+@command("resume", "Let hosts claim jobs of QUEUE again.", arguments=_queue_arguments)
+def resume_command(args, config):
+    checked_store(config).set_paused(args.queue, False)
+    print(f"queue {args.queue} resumed")
+
+
+def _prune_arguments(parser):
+    parser.add_argument("--done-older-than", type=duration, metavar="AGE",
+                        help="Delete done jobs finished longer ago, e.g. 7d.")
+    parser.add_argument("--dead-older-than", type=duration, metavar="AGE",
+                        help="Delete dead jobs that died longer ago, e.g. 30d.")
+
+
+@command("prune", "Delete old done (and dead) jobs and old supervisor records in bounded "
+         "batches. For an admin account: the worker account has no DELETE.",
+         arguments=_prune_arguments)
+def prune_command(args, config):
+    if args.done_older_than is None and args.dead_older_than is None:
+        raise UserError("say what to prune: --done-older-than AGE and/or --dead-older-than AGE")
+    store = checked_store(config)
+    for status, age in (("done", args.done_older_than), ("dead", args.dead_older_than)):
+        if age is not None:
+            deleted = _prune_status(store, status, age)
+            print(f"deleted {deleted} {status} jobs")
+    records = store.prune_processes(args.done_older_than or args.dead_older_than)
+    print(f"deleted {records} old supervisor records")
+
+
+def _prune_status(store, status, age):
+    progress = Progress(store.count_finished(status, age), f"prune {status}")
+    deleted = 0
+    while True:
+        batch = store.prune_finished(status, age, PRUNE_BATCH)
+        deleted += batch
+        progress.advance(batch)
+        if batch < PRUNE_BATCH:
+            break
+    progress.finish()
+    return deleted
+
+
+def _discard_arguments(parser):
+    parser.add_argument("ids", nargs="+", type=int, metavar="ID")
+
+
+@command("discard", "Delete dead jobs for good (other jobs are left alone).",
+         arguments=_discard_arguments)
+def discard_command(args, config):
+    count = checked_store(config).discard_dead(args.ids)
+    print(f"discarded {count} dead jobs" + ("" if count == len(args.ids) else
+                                            f" ({len(args.ids) - count} were not dead or absent)"))

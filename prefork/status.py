@@ -1,0 +1,69 @@
+"""`prefork-queue status`: what every supervisor and queue is doing, from the store's
+raw status rows, as a table for people or JSON for scripts."""
+import json
+from datetime import datetime
+
+DONE_WINDOW = 3600.0
+QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "done_last_hour")
+
+
+def build(raw):
+    """The report from Store.status(): {"supervisors": [...], "queues": {...}}."""
+    processes, live, done, paused = raw
+    queues = {}
+
+    def queue(name):
+        return queues.setdefault(name, dict.fromkeys(QUEUE_COLUMNS, 0,) | {
+            "oldest_ready_age_s": None, "jobs_per_min": 0.0, "paused": name in paused})
+
+    for name, status, due, count, oldest_age in live:
+        row = queue(name)
+        if status == "ready" and not due:
+            row["delayed"] += count
+        else:
+            row[status] += count
+        if status == "ready" and due:
+            row["oldest_ready_age_s"] = round(float(oldest_age), 3)
+    for name, count in done.items():
+        queue(name)["done_last_hour"] = count
+        queue(name)["jobs_per_min"] = round(count / (DONE_WINDOW / 60), 2)
+    for name in paused:
+        queue(name)
+    return {"supervisors": [_supervisor(process) for process in processes],
+            "queues": dict(sorted(queues.items()))}
+
+
+def _supervisor(process):
+    return {"id": process["id"], "host": process["host"], "pid": process["pid"],
+            "queues": process["queues"].split(","), "workers": process["workers"],
+            "version": process["version"], "started_at": _text(process["started_at"]),
+            "heartbeat_age_s": round(float(process["heartbeat_age_s"]), 1),
+            "children": json.loads(process["children"] or "[]")}
+
+
+def _text(moment):
+    return moment.isoformat(sep=" ", timespec="seconds") if isinstance(moment, datetime) else moment
+
+
+def render(report):
+    """The report as text for a terminal."""
+    lines = ["SUPERVISORS"]
+    if not report["supervisors"]:
+        lines.append("  (none running)")
+    for sup in report["supervisors"]:
+        lines.append(f"  {sup['host']}:{sup['pid']}  [{','.join(sup['queues'])}]  "
+                     f"workers {len(sup['children'])}/{sup['workers']}  since {sup['started_at']}"
+                     f"  heartbeat {sup['heartbeat_age_s']}s ago  v{sup['version']}")
+        for child in sup["children"]:
+            doing = (f"busy job {child['job_id']} {child['type']} {child['seconds']}s"
+                     if child.get("job_id") else child["state"])
+            lines.append(f"    worker {child['slot']} pid {child['pid']}: {doing}")
+    lines += ["", f"{'QUEUE':<20} {'READY':>7} {'DELAYED':>8} {'RESERVED':>9} {'DEAD':>6} "
+                  f"{'DONE/1H':>8} {'JOBS/MIN':>9} {'OLDEST READY':>13}"]
+    for name, row in report["queues"].items():
+        oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
+        label = f"{name} (paused)" if row["paused"] else name
+        lines.append(f"{label:<20} {row['ready']:>7} {row['delayed']:>8} {row['reserved']:>9} "
+                     f"{row['dead']:>6} {row['done_last_hour']:>8} {row['jobs_per_min']:>9} "
+                     f"{oldest:>13}")
+    return "\n".join(lines)
