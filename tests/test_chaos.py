@@ -1,0 +1,55 @@
+"""Chaos soak with a ledger (issue 4): the supervisor under SIGKILLs, SIGHUPs, a frozen
+child, a database restart (scenario 1) and a network partition between one of two
+supervisors and the database (scenario 2), then an audit: every job done exactly
+once in the ledger, none lost, none reserved, attempts within bounds, no orphan or
+zombie, the parent's RSS bounded.
+
+The driver is tests/chaos.py (also a script for the full-size soak on your own
+database). Here it runs at a reduced size, both scenarios in well under two
+minutes; PREFORK_SOAK_FULL=1 runs the full size (20,000 jobs, minutes).
+Each scenario starts its own throwaway MariaDB server (tests/throwaway_db.py):
+scenario 1 stops and restarts it, which the shared server must never see.
+"""
+import os
+
+import pytest
+
+from chaos import Database, PartitionSettings, SoakSettings, run_chaos, run_partition
+from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)
+
+FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
+
+# Checks that fail because of a known bug in prefork/, with the bug named; the other
+# checks of the scenario are still asserted first. Empty: no known bug.
+KNOWN_BUGS = {}
+
+
+def assert_report(report):
+    print(report.text())   # the figures, shown with -s or on failure
+    unexpected = [check for check in report.failed() if check.name not in KNOWN_BUGS]
+    assert not unexpected, (
+        "\n".join(f"{check.name}: {check.detail}" for check in unexpected)
+        + f"\n(logs in {report.workdir})\n" + report.text())
+    known = [check for check in report.failed() if check.name in KNOWN_BUGS]
+    if known:
+        pytest.xfail("; ".join(f"{KNOWN_BUGS[check.name]} ({check.name}: {check.detail})"
+                               for check in known))
+
+
+@pytest.mark.soak
+def test_chaos_soak_keeps_the_ledger_exactly_once(throwaway_mariadb, tmp_path):
+    server = throwaway_mariadb
+    settings = SoakSettings.full() if FULL else SoakSettings()
+    report = run_chaos(Database(server.dsn, server, environ={}), settings, tmp_path)
+    assert report.figures["kills"] >= settings.chaos_seconds / 0.3 * 0.5, report.text()
+    assert report.figures["reloads"] >= 2, report.text()
+    assert_report(report)
+
+
+@pytest.mark.soak
+def test_partitioned_supervisor_jobs_are_recovered_and_it_recovers_itself(throwaway_mariadb,
+                                                                          tmp_path):
+    server = throwaway_mariadb
+    settings = PartitionSettings.full() if FULL else PartitionSettings()
+    report = run_partition(Database(server.dsn, environ={}), settings, tmp_path)
+    assert_report(report)
