@@ -1,5 +1,6 @@
 """systemd's notify protocol (Type=notify): READY, STATUS, STOPPING and WATCHDOG
 pings, as datagrams to $NOTIFY_SOCKET. Nothing happens outside systemd."""
+import math
 import os
 import socket
 
@@ -40,6 +41,10 @@ class SystemdNotifier:
             self.send("STOPPING=1")
         elif name == "reloaded":
             self.send("READY=1")
+
+    def next_deadline(self):
+        """The loop must wake for the next watchdog ping, however short WatchdogSec is."""
+        return self.next_ping if self.watchdog_every else math.inf
 
     def tick(self, now, supervisor):
         status = supervisor.title

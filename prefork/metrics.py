@@ -1,0 +1,195 @@
+"""Prometheus metrics, served by the supervisor (the parent) at `metrics_address`.
+
+A supervisor observer (see observers.py). Everything is counted on the main
+loop, from the supervisor's notifications and ticks; the HTTP server thread
+only reads. Children never serve: the listening socket is closed in every
+forked child. Queue depth is read from the database through the parent's
+Upkeep on the main loop, at most every SAMPLE_INTERVAL seconds (the parent's
+connection is not thread-safe, and a scrape must not cost a query).
+
+Metrics (a dedicated registry, nothing from the global one):
+    prefork_jobs_total{queue,type,outcome}     jobs finished by this supervisor's children;
+        outcome: done, retry (failed, will run again), dead, lost (lease lost),
+        released (given back unfinished on a quick stop)
+    prefork_jobs_in_progress{queue,type}       jobs the children are running now
+        (claimed = sum of prefork_jobs_total + prefork_jobs_in_progress, plus the
+        jobs of children that died, which the worker-exit reasons count)
+    prefork_job_duration_seconds{queue,type}   histogram, claim to finish, every outcome
+    prefork_workers_alive, prefork_workers_target
+    prefork_worker_exits_total{reason}         crash, boot-failure, timeout, max-items,
+        max-memory, reload (each followed by a replacement), scale-down, shutdown,
+        quick-stop, graceful-timeout
+    prefork_queue_jobs{queue,state}            ready (due now), delayed, reserved, dead
+    prefork_queue_oldest_ready_age_seconds{queue}   0 when nothing is due
+    prefork_queue_sampled_timestamp_seconds    when the queue figures were read
+"""
+import ipaddress
+import logging
+import os
+import re
+import time
+import collections
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from . import registry as handlers
+from .errors import UserError
+from .logs import event
+
+SAMPLE_INTERVAL = 15.0   # seconds between reads of the queue figures
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+                    float("inf"))
+QUEUE_STATES = ("ready", "delayed", "reserved", "dead")
+UNKNOWN_TYPE = "(unknown)"   # a job type with no handler: its name is data, not a label
+
+
+def parse_address(text):
+    """(host, port) from HOST:PORT or [IPv6]:PORT; UserError naming the problem otherwise."""
+    problem = f"invalid metrics_address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9187"
+    try:
+        parts = urlsplit("//" + text.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise UserError(problem) from None
+    if not host or port is None or port == 0 or parts.path or parts.username:
+        raise UserError(problem)
+    return host, port
+
+
+def is_loopback(host):
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def reason_label(reason):
+    """A worker-exit reason as a label value: "hard timeout after 3s" -> "timeout",
+    "boot failure" -> "boot-failure"."""
+    if reason.startswith("hard timeout"):
+        return "timeout"
+    return re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-") or "unknown"
+
+
+def type_label(job_type):
+    return job_type if handlers.lookup(job_type) is not None else UNKNOWN_TYPE
+
+
+class Metrics:
+    """A supervisor observer keeping the metrics and serving them over HTTP."""
+
+    def __init__(self, address):
+        self.address = address
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._declare()
+        self.next_sample_at = 0.0
+        self.sampled_queues = set()
+        self.running_labels = set()
+        self.server = None
+        self._serve(*parse_address(address))
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.metrics_address) if config.metrics_address else None
+
+    def _declare(self):
+        on = {"registry": self.registry}
+        self.jobs = Counter("prefork_jobs", "Jobs finished by this supervisor's children.",
+                            ["queue", "type", "outcome"], **on)
+        self.in_progress = Gauge("prefork_jobs_in_progress", "Jobs the children are running now.",
+                                 ["queue", "type"], **on)
+        self.duration = Histogram("prefork_job_duration_seconds", "Seconds from a job's claim to "
+                                  "its finish, every outcome.", ["queue", "type"],
+                                  buckets=DURATION_BUCKETS, **on)
+        self.workers_alive = Gauge("prefork_workers_alive", "Children working or ready to work "
+                                   "(not stopping).", **on)
+        self.workers_target = Gauge("prefork_workers_target", "Children the supervisor keeps.",
+                                    **on)
+        self.worker_exits = Counter("prefork_worker_exits", "Children that exited, by reason.",
+                                    ["reason"], **on)
+        self.queue_jobs = Gauge("prefork_queue_jobs", "Jobs per queue and state (ready: due now).",
+                                ["queue", "state"], **on)
+        self.oldest_ready = Gauge("prefork_queue_oldest_ready_age_seconds", "How long the oldest "
+                                  "due job of the queue has waited (0: none).", ["queue"], **on)
+        self.sampled_at = Gauge("prefork_queue_sampled_timestamp_seconds", "When the queue "
+                                "figures were read (Unix time).", **on)
+
+    # -- serving -----------------------------------------------------------------
+
+    def _serve(self, host, port):
+        try:
+            self.server, _ = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise UserError(f"cannot serve metrics at {self.address}: {reason}") from None
+        os.register_at_fork(after_in_child=self._close_in_child)
+        if not is_loopback(host):
+            event("metrics_not_on_loopback", level=logging.WARNING, address=self.address)
+        event("metrics_serving", address=self.address)
+
+    def _close_in_child(self):
+        """A forked child must not hold the port (nor accept on it): close our copy."""
+        if self.server is not None:
+            self.server.socket.close()
+            self.server = None
+
+    def close(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    # -- the observer protocol --------------------------------------------------------
+
+    def notify(self, name, fields):
+        if name == "job_finished":
+            self._job_finished(fields)
+        elif name == "worker_exited":
+            self.worker_exits.labels(reason_label(fields["reason"])).inc()
+        elif name == "reloaded" and fields["config"].metrics_address != self.address:
+            event("metrics_address_unchanged", level=logging.WARNING, address=self.address,
+                  advice="a new metrics_address takes effect at the next start")
+        elif name == "stopped":
+            self.close()
+
+    def _job_finished(self, fields):
+        labels = (fields["queue"], type_label(fields["type"]))
+        self.jobs.labels(*labels, fields["outcome"]).inc()
+        self.duration.labels(*labels).observe(fields["seconds"])
+
+    def next_deadline(self):
+        return self.next_sample_at
+
+    def tick(self, now, supervisor):
+        self._count_workers(supervisor)
+        if now >= self.next_sample_at:
+            self.next_sample_at = now + SAMPLE_INTERVAL
+            self._sample_queues(supervisor.upkeep, supervisor.config.queues)
+
+    def _count_workers(self, supervisor):
+        children = list(supervisor.children.values())
+        self.workers_alive.set(sum(not child.stopping for child in children))
+        self.workers_target.set(supervisor.target)
+        running = collections.Counter((job["queue"], type_label(job["type"]))
+                                      for job in (child.job for child in children) if job)
+        for labels in self.running_labels - set(running):
+            self.in_progress.remove(*labels)
+        for labels, count in running.items():
+            self.in_progress.labels(*labels).set(count)
+        self.running_labels = set(running)
+
+    def _sample_queues(self, upkeep, queues):
+        stats = upkeep.queue_stats(queues)
+        if stats is None:
+            return   # the database is away: the figures stay, their timestamp tells their age
+        for gone in self.sampled_queues - set(stats):
+            self.oldest_ready.remove(gone)
+            for state in QUEUE_STATES:
+                self.queue_jobs.remove(gone, state)
+        for queue, figures in stats.items():
+            for state in QUEUE_STATES:
+                self.queue_jobs.labels(queue, state).set(figures[state])
+            self.oldest_ready.labels(queue).set(figures["oldest_ready_age"])
+        self.sampled_queues = set(stats)
+        self.sampled_at.set(time.time())
