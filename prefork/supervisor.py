@@ -56,10 +56,10 @@ class Supervisor:
 
     def run(self):
         """Run until drained; returns the process exit status."""
+        self.observers = observers.build(self.config)   # a bad metrics address stops us here
         self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
         self._install_signal_handlers()
         self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
-        self.observers = observers.build(self.config)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=self.upkeep.connection_id())
         self._notify("started")
@@ -115,6 +115,7 @@ class Supervisor:
     def _sleep_time(self):
         now = time.monotonic()
         deadlines = [now + TICK, self.next_extend_at]
+        deadlines += [observer.next_deadline() for observer in self.observers]
         deadlines += [c.deadline[0] for c in self.children.values() if c.deadline]
         if self.state == "running" and len(self._wanted()) < self.target and not self._probing():
             deadlines.append(self.next_spawn_at)

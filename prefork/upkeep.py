@@ -41,6 +41,14 @@ class Upkeep:
         """Jobs ready in our queues (at most limit); 0 when the database is away."""
         return self._with_store(lambda store: store.ready_count(self.config.queues, limit)) or 0
 
+    def queue_stats(self, queues):
+        """Depth and oldest ready age of these queues (store.queue_stats); None when the
+        database is away."""
+        if not queues:
+            return {}
+        stats = self._with_store(lambda store: store.queue_stats(queues))
+        return None if stats is False else stats
+
     def extend(self, leases):
         held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
         if held is not False and held < len(leases):

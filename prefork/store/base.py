@@ -25,6 +25,19 @@ def claimed_job(row, token, store):
                lease_token=token, crashes=crashes, _store=store)
 
 
+def queue_figures(queues, rows):
+    """queue_stats()'s answer from rows of (queue, status, jobs, due jobs, oldest due age s)."""
+    figures = {queue: {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
+                       "oldest_ready_age": 0.0} for queue in queues}
+    for queue, status, jobs, due, oldest_due_age in rows:
+        if status == "ready":
+            figures[queue].update(ready=int(due), delayed=int(jobs) - int(due),
+                                  oldest_ready_age=max(0.0, float(oldest_due_age or 0)))
+        else:
+            figures[queue][status] = int(jobs)
+    return figures
+
+
 def packaged_migrations(dialect):
     """[(version, name, sql)] from the packaged schema/<dialect>/NNNN_name.sql files, in order."""
     folder = resources.files("prefork") / "schema" / dialect
@@ -144,6 +157,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def counts(self, queue=None):
         """{status: number of jobs}, optionally for one queue."""
+
+    @abc.abstractmethod
+    def queue_stats(self, queues):
+        """{queue: {"ready", "delayed", "reserved", "dead": counts, "oldest_ready_age":
+        seconds the oldest due job has waited (0.0: none)}} for each of `queues`.
+        Reads only the claim index's non-done ranges: never a done row."""
 
     @abc.abstractmethod
     def close(self):
