@@ -29,3 +29,9 @@ class QuickStop(BaseException):
 
 class JobTimeout(Exception):
     """Raised inside a handler when its soft timeout passes; a failed attempt, retried."""
+
+
+class CommandFailed(Exception):
+    """A command job's program failed: "command exited 3", "command killed by SIGKILL".
+    Its message is ours, never the program's output, so it may be stored as
+    last_error; a failed attempt, retried."""

@@ -1,0 +1,296 @@
+"""Recurring jobs: [schedule:NAME] sections of the config file.
+
+    [schedule:nightly-report]
+    type = report.build
+    cron = 0 3 * * *
+    payload = {"format": "pdf"}
+    queue = reports
+    catch_up = none
+
+`type` needs a handler (--app or a [command:...] section); exactly one of
+`cron` (5 fields, UTC) or `every` (seconds); catch_up is none or latest.
+
+Every supervisor enqueues every tick, with the idempotency key
+"schedule:NAME:2026-01-05T03:00:00Z": the store returns the existing job for
+a repeated key, so any number of supervisors on any number of hosts enqueue a
+tick exactly once. Tick times come from the wall clock in UTC and are
+aligned (every = N: multiples of N seconds since the epoch), so every host
+computes the same ones, whenever it started.
+
+A tick is enqueued from its time until the next tick is due, plus SLACK (a
+late pass of the loop loses nothing): while the database is away it is tried
+again on each pass in that window. A tick nobody enqueued in its window
+(supervisor down, database away) is missed and logged (schedule_ticks_missed);
+it is never back-filled, except with catch_up = latest, which at start (and
+for a schedule added at reload) enqueues the most recent tick at or before
+now, at once, even if it is older. That one is a no-op when the tick had been
+enqueued before (same key) and, on a first start ever, runs the latest tick.
+"""
+import dataclasses
+import json
+import logging
+import math
+import re
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Optional
+
+from croniter import CroniterError, croniter
+
+from . import commands
+from .errors import RejectedJob, UserError
+from .jobs import NewJob, new_job
+from .logs import event
+
+KEYS = ("type", "cron", "every", "payload", "queue", "priority", "max_attempts", "catch_up")
+CATCH_UP = ("none", "latest")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+SLACK = timedelta(seconds=2)          # a tick stays due this long after the next one
+RETRY_INTERVAL = 1.0                  # seconds between tries while the database is away
+JUST_BEFORE = timedelta(microseconds=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso(moment):
+    """A tick time as it appears in keys and logs: 2026-01-05T03:00:00Z."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    name: str
+    job: NewJob               # the validated job of every tick, without its key
+    cron: Optional[str]
+    every: Optional[int]      # seconds
+    catch_up: str
+
+    def next_after(self, moment):
+        """The first tick strictly after `moment` (an aware datetime)."""
+        if self.every:
+            seconds = int((moment - EPOCH) // timedelta(seconds=self.every) + 1) * self.every
+            return EPOCH + timedelta(seconds=seconds)
+        return croniter(self.cron, moment).get_next(datetime)
+
+    def latest(self, moment):
+        """The last tick at or before `moment`."""
+        if self.every:
+            seconds = int((moment - EPOCH) // timedelta(seconds=self.every)) * self.every
+            return EPOCH + timedelta(seconds=seconds)
+        return croniter(self.cron, self.next_after(moment)).get_prev(datetime)
+
+    def key(self, tick):
+        return f"schedule:{self.name}:{iso(tick)}"
+
+    def job_for(self, tick):
+        return dataclasses.replace(self.job, key=self.key(tick))
+
+
+def due_ticks(schedule, done_until, now, catch_up_tick=None):
+    """(first missed tick or None, ticks to enqueue now, oldest first).
+
+    Ticks after done_until and at or before now are due while their window is
+    open (until the next tick + SLACK), and catch_up_tick whatever its age.
+    The others were missed.
+    """
+    first = schedule.next_after(done_until)
+    if first > now:
+        return None, []
+    ticks = []
+    if catch_up_tick is not None and catch_up_tick >= first:
+        ticks.append(catch_up_tick)
+        first = schedule.next_after(catch_up_tick)
+    oldest = schedule.latest(now - SLACK)
+    tick = max(first, oldest)
+    while tick <= now:
+        ticks.append(tick)
+        tick = schedule.next_after(tick)
+    return (first if first < oldest else None), ticks
+
+
+# -- loading ---------------------------------------------------------------------
+
+def validate(config):
+    """The start and reload check of the [command:*] and [schedule:*] sections.
+
+    Raises a one-line UserError on the first problem, having changed nothing;
+    then registers the command job types as handlers. Called by `run` after
+    the application is imported (before any fork) and by the supervisor
+    before it applies a reloaded config.
+    """
+    specs = commands.build(config)
+    build(config, commands.handled_types(specs), specs)
+    commands.install(specs)
+
+
+def load(config):
+    """{name: Schedule} for a config whose command types are installed (see validate)."""
+    specs = commands.build(config)
+    return build(config, commands.handled_types(specs), specs)
+
+
+def build(config, known_types, command_specs):
+    """{name: Schedule} of the config's [schedule:*] sections; UserError on the first problem."""
+    schedules = {}
+    for name, keys in sorted(config.named("schedule").items()):
+        def fail(text, name=name):
+            return commands.section_error(config, "schedule", name, text)
+        schedules[name] = _parse(name, keys, config, fail)
+        _check_type(schedules[name].job, known_types, command_specs, fail)
+    return schedules
+
+
+def _parse(name, keys, config, fail):
+    if not NAME_PATTERN.match(name):
+        raise fail("invalid schedule name: use 1-128 of A-Z a-z 0-9 _ . -")
+    unknown = sorted(set(keys) - set(KEYS))
+    if unknown:
+        raise fail(f"unknown key {unknown[0]!r} (allowed: {', '.join(KEYS)})")
+    if not keys.get("type"):
+        raise fail("type is required: the job type to enqueue")
+    cron, every = _parse_timing(keys, fail)
+    catch_up = keys.get("catch_up", "none")
+    if catch_up not in CATCH_UP:
+        raise fail(f"catch_up must be one of {', '.join(CATCH_UP)}, got {catch_up!r}")
+    try:
+        job = new_job(keys["type"], keys.get("payload", "{}"),
+                      queue=keys.get("queue", "default"),
+                      priority=_parse_int(keys, "priority", 0, fail),
+                      max_attempts=_parse_int(keys, "max_attempts", config.max_attempts, fail),
+                      max_payload_bytes=config.max_payload_bytes)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    return Schedule(name, job, cron, every, catch_up)
+
+
+def _parse_timing(keys, fail):
+    cron, every = keys.get("cron"), keys.get("every")
+    if (cron is None) == (every is None):
+        raise fail("give exactly one of cron (5 fields, UTC) or every (seconds)")
+    if cron is not None:
+        if len(cron.split()) != 5 or not croniter.is_valid(cron):
+            raise fail(f"invalid cron expression {cron!r}: use 5 fields "
+                       f"(minute hour day-of-month month day-of-week), in UTC")
+        try:
+            croniter(cron, datetime.now(timezone.utc)).get_next(datetime)
+        except CroniterError:
+            raise fail(f"cron expression {cron!r} matches no date") from None
+        return " ".join(cron.split()), None
+    try:
+        seconds = int(every)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise fail(f"every must be a whole number of seconds, at least 1, got {every!r}")
+    return None, seconds
+
+
+def _parse_int(keys, key, default, fail):
+    if key not in keys:
+        return default
+    try:
+        return int(keys[key])
+    except ValueError:
+        raise fail(f"{key} must be a whole number, got {keys[key]!r}") from None
+
+
+def _check_type(job, known_types, command_specs, fail):
+    if job.type not in known_types:
+        raise fail(f"job type {job.type!r} has no handler (--app module or [command:...] section)")
+    spec = command_specs.get(job.type)
+    if spec is not None:
+        try:
+            commands.render_argv(spec, json.loads(job.payload_text))
+        except RejectedJob as exc:
+            raise fail(f"payload does not fit [command:{job.type}]: {exc}") from None
+
+
+# -- the supervisor's observer -------------------------------------------------------
+
+class ScheduleState:
+    """One schedule in a running supervisor: the ticks up to done_until are handled."""
+
+    def __init__(self, schedule, now):
+        self.schedule = schedule
+        latest = schedule.latest(now)
+        self.catch_up_tick = latest if schedule.catch_up == "latest" else None
+        self.set_done_until(latest - JUST_BEFORE if self.catch_up_tick else latest)
+        event("schedule_armed", schedule=schedule.name, type=schedule.job.type,
+              next_tick=iso(schedule.next_after(now)),
+              catch_up_tick=self.catch_up_tick and iso(self.catch_up_tick))
+
+    def set_done_until(self, moment):
+        self.done_until = moment
+        self.next_due = self.schedule.next_after(moment)
+
+    def run(self, now, enqueue):
+        """Enqueue the due ticks; False when the database did not take one."""
+        if self.next_due > now:
+            return True
+        missed, ticks = due_ticks(self.schedule, self.done_until, now, self.catch_up_tick)
+        for tick in ticks:
+            if missed is not None and tick > missed:
+                event("schedule_ticks_missed", level=logging.WARNING,
+                      schedule=self.schedule.name, first=iso(missed), before=iso(tick))
+                self.set_done_until(tick - JUST_BEFORE)
+                missed = None
+            job_id = enqueue(self.schedule.job_for(tick))
+            if job_id is False:      # the database is away: tried again in a moment
+                return False
+            self.catch_up_tick = None
+            self.set_done_until(tick)
+            event("schedule_enqueued", schedule=self.schedule.name, tick=iso(tick),
+                  job_id=job_id)
+        return True
+
+
+class Scheduler:
+    """Supervisor observer: enqueues the due ticks of every schedule, on each pass
+    of the main loop, through the supervisor's own database connection."""
+
+    def __init__(self, schedules, clock=time.time):
+        self.clock = clock
+        self.active = True
+        self.states = {}
+        self.retry_at = 0.0           # monotonic; set while the database is away
+        self._arm(schedules)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(load(config))
+
+    def now(self):
+        return datetime.fromtimestamp(self.clock(), timezone.utc)
+
+    def _arm(self, schedules):
+        """Keep the state of unchanged schedules; new or changed ones start afresh."""
+        now = self.now()
+        self.states = {name: (self.states[name] if name in self.states
+                              and self.states[name].schedule == schedule
+                              else ScheduleState(schedule, now))
+                       for name, schedule in schedules.items()}
+
+    def notify(self, name, fields):
+        if name == "reloaded":
+            try:
+                self._arm(load(fields["config"]))
+            except UserError as exc:   # validate() passed it; keep the old schedules
+                event("schedules_reload_failed", level=logging.ERROR, error=str(exc))
+        elif name == "stopping":
+            self.active = False
+
+    def next_deadline(self):
+        """The monotonic time the next tick is due (the loop wakes for it)."""
+        if not self.active or not self.states:
+            return math.inf
+        due = min(state.next_due for state in self.states.values())
+        wait = max(0.0, (due - self.now()).total_seconds())
+        return max(time.monotonic() + wait, self.retry_at)
+
+    def tick(self, now, supervisor):
+        if not self.active or now < self.retry_at:
+            return
+        moment = self.now()
+        for state in self.states.values():
+            if not state.run(moment, supervisor.upkeep.enqueue):
+                self.retry_at = now + RETRY_INTERVAL
+                return
