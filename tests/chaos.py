@@ -1,7 +1,7 @@
 """Chaos soak with a ledger: the real supervisor under SIGKILLs, SIGHUPs, a frozen
 child, a database restart and a network partition, then an audit of every job.
 
-Two scenarios, both on real processes and a real MariaDB/MySQL server:
+Three scenarios, all on real processes and a real MariaDB/MySQL server:
 
 1. chaos (one supervisor): N `chaos.ledger` jobs (tests/apps/chaos_app.py: one
    execution-log line per run, then one ledger row per idempotency key written
@@ -18,10 +18,13 @@ Two scenarios, both on real processes and a real MariaDB/MySQL server:
    longer than the lease. A must recover the jobs B held once their leases
    expire; when the link returns B must recover by itself (its children
    respawn) and work again; the ledger stays exactly-once.
+3. stall (two supervisors, one job): B's child is writing a slow effect inside
+   job.transaction() when B's link stalls (no reset: what a vanished host looks
+   like to the server). Once the job's lease has expired, A must get it back.
 
 Run it (from the repository root, after `python3 -m pip install -e '.[test]'`):
 
-    python tests/chaos.py                        # both scenarios, CI size, on private
+    python tests/chaos.py                        # all scenarios, CI size, on private
                                                  # throwaway MariaDB servers (needs mariadbd)
     python tests/chaos.py --full                 # full size: 20,000 jobs, 240 s of chaos
     python tests/chaos.py --jobs 20000 --chaos-seconds 300 --scenario chaos
@@ -33,7 +36,7 @@ it migrates the queue schema, creates the table `chaos_ledger`, and uses a queue
 of its own (`chaos-<run id>`), so other queues are untouched; --cleanup deletes
 the run's jobs and ledger rows afterwards. The database is restarted only if
 you give the two commands (otherwise that step is skipped and reported). The
-partition scenario needs a TCP DSN (the proxy forwards to its host and port).
+partition and stall scenarios need a TCP DSN (the proxy forwards to its host and port).
 
 It prints the figures (jobs, kills, reloads, re-executions, wall time, parent
 RSS) and every check, and exits 0 when all checks pass, 1 otherwise. The
@@ -169,6 +172,23 @@ class PartitionSettings:
                    drain_timeout=300.0)
 
 
+@dataclass
+class StallSettings:
+    """Scenario 3: B's link stalls while its child is inside job.transaction()."""
+    lease_seconds: float = 3.0
+    tx_work_ms: float = 2000.0            # the slow effect B's child is writing
+    stall_seconds: float = 12.0           # > lease + a recovery interval, < read_timeout
+    max_attempts: int = 20
+    max_crashes: int = 20
+    retry_base: float = 0.05
+    retry_cap: float = 1.0
+    graceful_timeout: float = 5.0
+    restart_backoff_cap: float = 1.0
+    poll_interval: float = 0.2
+    drain_timeout: float = 30.0
+    seed: int = None
+
+
 # --- the database ------------------------------------------------------------------------
 
 class Database:
@@ -186,10 +206,15 @@ class Database:
         # the main thread: a throwaway server dies with the thread that started it.
         self.server = server
 
-    def via(self, host, port):
-        """The same database reached at another address (e.g. through a proxy)."""
-        args = self.args
-        return (f"mysql://{args['user']}@{host}:{port}/{args['database']}")
+    def proxy(self):
+        """A started TcpProxy in front of the server (a TCP DSN is needed)."""
+        if self.args.get("unix_socket"):
+            raise ValueError("the proxy scenarios need a TCP DSN (host:port)")
+        return TcpProxy(self.args["host"], self.args["port"]).start()
+
+    def via(self, proxy):
+        """The DSN of the same database through the proxy."""
+        return f"mysql://{self.args['user']}@127.0.0.1:{proxy.port}/{self.args['database']}"
 
     def connect(self):
         args = {key: value for key, value in self.args.items() if value is not None}
@@ -221,8 +246,8 @@ class Database:
             store.close()
         self.query(LEDGER_TABLE)
 
-    def enqueue(self, run, queue, count, work_ms, max_attempts, rng, first=0):
-        """count jobs with keys <run>-<n>; returns the keys."""
+    def enqueue(self, run, queue, count, work_ms, max_attempts, rng, first=0, extra=None):
+        """count jobs with keys <run>-<n>; returns the keys. extra: more payload."""
         store = MySQLStore(self.config)
         keys = []
         try:
@@ -231,15 +256,26 @@ class Database:
                 for number in range(start, min(first + count, start + ENQUEUE_BATCH)):
                     key = f"{run}-{number:07d}"
                     keys.append(key)
-                    batch.append(new_job(JOB_TYPE, {"run": run,
-                                                    "work_ms": round(rng.uniform(*work_ms), 1)},
-                                         queue=queue, key=key, max_attempts=max_attempts))
+                    payload = {"run": run, "work_ms": round(rng.uniform(*work_ms), 1),
+                               **(extra or {})}
+                    batch.append(new_job(JOB_TYPE, payload, queue=queue, key=key,
+                                         max_attempts=max_attempts))
                 added = store.enqueue_many(batch)
                 if added != len(batch):
                     raise RuntimeError(f"enqueued {added} of {len(batch)} new jobs")
         finally:
             store.close()
         return keys
+
+    def lock_holders(self):
+        """Server threads whose open InnoDB transaction holds row locks (needs the
+        PROCESS privilege; an empty set without it)."""
+        try:
+            return {row[0] for row in self.query(
+                "SELECT trx_mysql_thread_id FROM information_schema.innodb_trx"
+                " WHERE trx_rows_locked > 0")}
+        except pymysql.err.MySQLError:
+            return set()
 
     def unfinished(self, queue):
         return self.scalar(UNFINISHED, (queue,))
@@ -419,7 +455,8 @@ class Report:
         lines += [f"   {key}: {value}" for key, value in self.figures.items()]
         for check in self.checks:
             mark = "ok  " if check.ok else "FAIL"
-            lines.append(f"   [{mark}] {check.name}" + (f": {check.detail}" if check.detail else ""))
+            detail = f": {check.detail}" if check.detail else ""
+            lines.append(f"   [{mark}] {check.name}{detail}")
         return "\n".join(lines)
 
 
@@ -445,7 +482,8 @@ def audit_ledger(report, db, run, queue, keys):
     report.check("every job done", not not_done and statuses["done"] == len(keys),
                  f"{len(not_done)} not done: {not_done[:10]}")
     over = [(row[0], row[3], row[4]) for row in jobs if row[3] > row[4]]
-    report.check("attempts never exceed max_attempts", not over, f"(id, attempts, max): {over[:10]}")
+    report.check("attempts never exceed max_attempts", not over,
+                 f"(id, attempts, max): {over[:10]}")
     ledger_keys = Counter(row[0] for row in ledger)
     wrong_job = [key for key, job_id, _, _ in ledger
                  if key not in by_key or by_key[key][0] != job_id]
@@ -510,6 +548,66 @@ def check_no_leftovers(report, marker, known_pids, timeout=10.0):
     except TimeoutError:
         left = leftover_processes(marker, known_pids)
     report.check("no orphan or zombie process", not left, f"still there: {left[:10]}")
+
+
+class Scenario:
+    """What every scenario shares: a run id and its own queue, a work directory, the
+    handler's execution log, and the supervisors it starts, all killed on exit
+    whatever happened. Use as a context manager; `report` is the result."""
+
+    def __init__(self, db, letter, title, settings, workdir=None, log=None):
+        self.db, self.settings = db, settings
+        self.log = log or (lambda text: None)
+        self.rng = random.Random(settings.seed)
+        self.report = Report(title)
+        self.workdir = self.report.workdir = Path(workdir or tempfile.mkdtemp(prefix="pq-soak-"))
+        self.run = f"{letter}{uuid.uuid4().hex[:10]}"
+        self.queue = f"chaos-{self.run}"
+        self.exec_log = self.workdir / f"{self.run}-executions.log"
+        self.environ = dict(db.environ, CHAOS_EXEC_LOG=str(self.exec_log))
+        self.supervisors = []
+        self.started = time.monotonic()
+        self.report.figures["run"] = self.run
+
+    def __enter__(self):
+        self.db.prepare()
+        return self
+
+    def __exit__(self, *exc_info):
+        for sup in self.supervisors:
+            sup.kill_all()
+        self.report.figures["wall time (s)"] = round(time.monotonic() - self.started, 1)
+
+    def enqueue(self, count, work_ms, first=0, extra=None):
+        return self.db.enqueue(self.run, self.queue, count, work_ms, self.settings.max_attempts,
+                               self.rng, first=first, extra=extra)
+
+    def supervisor(self, name, workers, dsn=None):
+        sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn,
+                         supervisor_args(self.settings, self.queue, workers), self.environ)
+        self.supervisors.append(sup)
+        return sup
+
+    def wait_ready(self, sup, workers):
+        poll_until(lambda: len(sup.events("worker_ready")) >= workers or not sup.alive(), 30,
+                   message=f"{workers} children of {sup.name} ready")
+
+    def stop_all(self):
+        """SIGTERM every supervisor still running; their exit statuses."""
+        for sup in self.supervisors:
+            if sup.alive():
+                sup.signal(signal.SIGTERM)
+        return [sup.wait(self.settings.graceful_timeout + 20) for sup in self.supervisors]
+
+    def executions(self):
+        return read_exec_log(self.exec_log)
+
+    def spawned(self):
+        return set().union(*(sup.spawned_pids() for sup in self.supervisors))
+
+    def check_no_leftovers(self):
+        check_no_leftovers(self.report, self.queue,
+                           {sup.pid for sup in self.supervisors} | self.spawned())
 
 
 # --- scenario 1: chaos ------------------------------------------------------------------------
@@ -673,30 +771,17 @@ def check_parent_rss(report, chaos, settings):
 def run_chaos(db, settings=None, workdir=None, log=None):
     """Scenario 1; returns a Report."""
     settings = settings or SoakSettings()
-    log = log or (lambda text: None)
-    rng = random.Random(settings.seed)
-    report = Report("chaos: one supervisor, kills, reloads, a frozen child, a database restart")
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pq-chaos-"))
-    report.workdir = workdir
-    run = f"c{uuid.uuid4().hex[:10]}"
-    queue = f"chaos-{run}"
-    exec_log = workdir / f"{run}-executions.log"
-    started = time.monotonic()
-    db.prepare()
-    keys = db.enqueue(run, queue, settings.jobs, settings.work_ms(), settings.max_attempts, rng)
-    report.figures.update(jobs=settings.jobs, workers=settings.workers, run=run,
-                          work_ms=tuple(round(x) for x in settings.work_ms()))
-    log(f"enqueued {settings.jobs} jobs on queue {queue}")
-    args = supervisor_args(settings, queue, settings.workers)
-    environ = dict(db.environ, CHAOS_EXEC_LOG=str(exec_log))
-    supervisors = []
-    try:
-        sup = Supervisor(workdir, f"{run}-chaos", db.dsn, args, environ)
-        supervisors.append(sup)
-        poll_until(lambda: len(sup.events("worker_ready")) >= settings.workers or not sup.alive(),
-                   30, message=f"{settings.workers} children ready")
-        chaos = Chaos(sup, db, settings, rng, log)
-        log(f"chaos for {settings.chaos_seconds:g} s")
+    with Scenario(db, "c", "chaos: one supervisor, kills, reloads, a frozen child, a database "
+                  "restart", settings, workdir, log) as scenario:
+        report, queue = scenario.report, scenario.queue
+        keys = scenario.enqueue(settings.jobs, settings.work_ms())
+        report.figures.update(jobs=settings.jobs, workers=settings.workers,
+                              work_ms=tuple(round(x) for x in settings.work_ms()))
+        scenario.log(f"enqueued {settings.jobs} jobs on queue {queue}")
+        sup = scenario.supervisor("chaos", settings.workers)
+        scenario.wait_ready(sup, settings.workers)
+        chaos = Chaos(sup, db, settings, scenario.rng, scenario.log)
+        scenario.log(f"chaos for {settings.chaos_seconds:g} s")
         chaos.run()
         done_in_chaos = db.scalar(DONE_COUNT, (queue,))
         report.check("the parent survived the chaos", chaos.parent_died is None and sup.alive(),
@@ -706,7 +791,7 @@ def run_chaos(db, settings=None, workdir=None, log=None):
         drained = sup.wait(settings.graceful_timeout + settings.hard_timeout + 20)
         report.check("SIGTERM drained the pool and the parent exited 0", drained == 0,
                      f"exit status {drained}")
-        log(f"chaos over: {done_in_chaos} done, exit {drained}")
+        scenario.log(f"chaos over: {done_in_chaos} done, exit {drained}")
         if db.server:
             report.check("the database was restarted during the chaos",
                          "started_at" in chaos.db_restart and "error" not in chaos.db_restart,
@@ -722,34 +807,26 @@ def run_chaos(db, settings=None, workdir=None, log=None):
             restart_backoffs=len(sup.events("restart_backoff")))
 
         # A quiet supervisor finishes what the chaos left.
-        quiet = Supervisor(workdir, f"{run}-quiet", db.dsn, args, environ)
-        supervisors.append(quiet)
+        quiet = scenario.supervisor("quiet", settings.workers)
         try:
             poll_until(lambda: (not db.unfinished(queue)) or not quiet.alive(),
                        settings.drain_timeout, interval=0.2, message="the queue to empty")
-            emptied = not db.unfinished(queue)
         except TimeoutError:
-            emptied = False
-        report.check("a quiet supervisor emptied the queue", emptied,
+            pass
+        report.check("a quiet supervisor emptied the queue", not db.unfinished(queue),
                      f"{db.unfinished(queue)} jobs still ready or reserved; the supervisor "
                      + ("is still running" if quiet.alive() else
                         f"exited {quiet.proc.returncode}: {quiet.log_tail()!r}"))
-        if quiet.alive():
-            quiet.signal(signal.SIGTERM)
-        code = quiet.wait(settings.graceful_timeout + 20)
+        code = scenario.stop_all()[-1]
         report.check("the quiet supervisor exited 0 on SIGTERM", code == 0, f"exit status {code}")
 
-        jobs, ledger = audit_ledger(report, db, run, queue, keys)
+        jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys)
         check_frozen_child(report, sup, chaos, jobs, ledger, settings)
-        count_reexecutions(report, read_exec_log(exec_log))
+        count_reexecutions(report, scenario.executions())
         check_parent_rss(report, chaos, settings)
-        known = {s.pid for s in supervisors} | set().union(*(s.spawned_pids() for s in supervisors))
-        check_no_leftovers(report, queue, known)
-        report.figures["unreadable log lines"] = sum(s.unreadable_lines for s in supervisors)
-    finally:
-        for sup in supervisors:
-            sup.kill_all()
-    report.figures["wall time (s)"] = round(time.monotonic() - started, 1)
+        scenario.check_no_leftovers()
+        report.figures["unreadable log lines"] = sum(
+            sup.unreadable_lines for sup in scenario.supervisors)
     return report
 
 
@@ -758,128 +835,164 @@ def run_chaos(db, settings=None, workdir=None, log=None):
 def run_partition(db, settings=None, workdir=None, log=None):
     """Scenario 2; returns a Report."""
     settings = settings or PartitionSettings()
-    log = log or (lambda text: None)
-    rng = random.Random(settings.seed)
-    report = Report("partition: two supervisors, B cut off from the database for longer "
-                    "than the lease")
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="pq-partition-"))
-    report.workdir = workdir
-    run = f"p{uuid.uuid4().hex[:10]}"
-    queue = f"chaos-{run}"
-    exec_log = workdir / f"{run}-executions.log"
-    started = time.monotonic()
-    db.prepare()
-    keys = db.enqueue(run, queue, settings.jobs, settings.work_ms, settings.max_attempts, rng)
-    report.figures.update(jobs=settings.jobs + settings.late_jobs, run=run,
-                          workers=f"{settings.workers} + {settings.workers}")
-    if not db.args.get("host") or db.args.get("unix_socket"):
-        raise ValueError("the partition scenario needs a TCP DSN (host:port)")
-    args = supervisor_args(settings, queue, settings.workers)
-    environ = dict(db.environ, CHAOS_EXEC_LOG=str(exec_log))
-    supervisors = []
-    proxy = TcpProxy(db.args["host"], db.args["port"]).start()
-    try:
-        a = Supervisor(workdir, f"{run}-A", db.dsn, args, environ)
-        supervisors.append(a)
-        b = Supervisor(workdir, f"{run}-B", db.via("127.0.0.1", proxy.port), args, environ)
-        supervisors.append(b)
-        for sup in (a, b):
-            poll_until(lambda: len(sup.events("worker_ready")) >= settings.workers
-                       or not sup.alive(), 30, message=f"{sup.name} ready")
-        time.sleep(settings.cut_after)   # both work for a while (the soak's own pace)
-
-        def b_busy():
-            return [c for c in b.children() if BUSY_TITLE.search(title_of(c))]
-        poll_until(b_busy, 10, interval=0.01, message="B holding a job")
-        cut_at = time.time()
-        dropped = proxy.cut()
-        log(f"link of B cut ({dropped} connections reset)")
-        both_alive = True
-        deadline = time.monotonic() + settings.cut_seconds
-        while time.monotonic() < deadline:
-            both_alive = both_alive and a.alive() and b.alive()
-            time.sleep(0.05)
-        restore_at = time.time()
-        proxy.restore()
-        log("link of B restored")
-        late_keys = db.enqueue(run, queue, settings.late_jobs, settings.work_ms,
-                               settings.max_attempts, rng, first=settings.jobs)
-        keys = keys + late_keys
+    with Scenario(db, "p", "partition: two supervisors, B cut off from the database for "
+                  "longer than the lease", settings, workdir, log) as scenario:
+        report, queue = scenario.report, scenario.queue
+        keys = scenario.enqueue(settings.jobs, settings.work_ms)
+        report.figures.update(jobs=settings.jobs + settings.late_jobs,
+                              workers=f"{settings.workers} + {settings.workers}")
+        proxy = db.proxy()
         try:
-            poll_until(lambda: not db.unfinished(queue) or not (a.alive() or b.alive()),
-                       settings.drain_timeout, interval=0.2, message="the queue to empty")
-            emptied = not db.unfinished(queue)
-        except TimeoutError:
-            emptied = False
-        both_alive = both_alive and a.alive() and b.alive()
+            a = scenario.supervisor("A", settings.workers)
+            b = scenario.supervisor("B", settings.workers, dsn=db.via(proxy))
+            for sup in (a, b):
+                scenario.wait_ready(sup, settings.workers)
+            time.sleep(settings.cut_after)   # both work for a while (the soak's own pace)
+            poll_until(lambda: [c for c in b.children() if BUSY_TITLE.search(title_of(c))],
+                       10, interval=0.01, message="B holding a job")
+            cut_at = time.time()
+            dropped = proxy.cut()
+            scenario.log(f"link of B cut ({dropped} connections reset)")
+            both_alive = True
+            deadline = time.monotonic() + settings.cut_seconds
+            while time.monotonic() < deadline:
+                both_alive = both_alive and a.alive() and b.alive()
+                time.sleep(0.05)
+            restore_at = time.time()
+            proxy.restore()
+            scenario.log("link of B restored")
+            keys += scenario.enqueue(settings.late_jobs, settings.work_ms, first=settings.jobs)
+            try:
+                poll_until(lambda: not db.unfinished(queue) or not (a.alive() or b.alive()),
+                           settings.drain_timeout, interval=0.2, message="the queue to empty")
+            except TimeoutError:
+                pass
+            both_alive = both_alive and a.alive() and b.alive()
+        finally:
+            proxy.close()
         report.check("both parents survived the partition", both_alive,
                      f"A: {a.proc.poll()}, B: {b.proc.poll()}")
-        report.check("the two supervisors emptied the queue", emptied,
+        report.check("the two supervisors emptied the queue", not db.unfinished(queue),
                      f"{db.unfinished(queue)} jobs ready or reserved")
-        for sup in (a, b):
-            if sup.alive():
-                sup.signal(signal.SIGTERM)
-        codes = [sup.wait(settings.graceful_timeout + 20) for sup in (a, b)]
+        codes = scenario.stop_all()
         report.check("both exited 0 on SIGTERM", codes == [0, 0], f"exit statuses {codes}")
-
-        jobs, ledger = audit_ledger(report, db, run, queue, keys)
-        exec_runs = read_exec_log(exec_log)
+        jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys)
+        exec_runs = scenario.executions()
         count_reexecutions(report, exec_runs)
-        pids_a, pids_b = a.spawned_pids(), b.spawned_pids()
-        # B was really cut off: its parent lost the database, its busy children died.
-        b_db_errors = [e for e in b.events() if e.get("event") in (
-            "supervisor_db_error", "supervisor_db_unavailable", "worker_fatal",
-            "worker_boot_failed")]
-        report.check("B noticed the cut (database errors in its log)", b_db_errors,
-                     "no database error in B's log")
-        # The jobs B was running at the cut: B ran them last before the cut, and the
-        # child that ran them did not write their effect.
-        last_before_cut = {}
-        for when, pid, job_id, _, key in exec_runs:
-            if when < cut_at:
-                last_before_cut[job_id] = (when, pid, key)
-        held = {job_id: (when, pid, key) for job_id, (when, pid, key) in last_before_cut.items()
-                if pid in pids_b and key in ledger and ledger[key][3] != pid}
-        # A's periodic lease recovery returned them while B was still cut off: each came
-        # back through recover_expired (last_error 'lease expired'), not a hand-back.
-        recovered_in_cut = sum(e.get("count", 0) for e in a.events("leases_recovered")
-                               if cut_at <= _event_time(e) < restore_at)
-        expired = [job_id for job_id in held if jobs.get(job_id)
-                   and jobs[job_id][6] == "lease expired"]
-        rerun_by = Counter("A" if ledger[key][3] in pids_a else "B"
-                           for _, _, key in held.values())
-        first_rerun = [min((r[0] for r in exec_runs if r[2] == job_id and r[0] >= cut_at),
-                           default=None) for job_id in held]
+        report.figures["connections_reset"] = dropped
+        check_partition_recovery(report, a, b, jobs, ledger, exec_runs, cut_at, restore_at)
+        scenario.check_no_leftovers()
+    return report
+
+
+def check_partition_recovery(report, a, b, jobs, ledger, exec_runs, cut_at, restore_at):
+    """A took back the jobs B held at the cut (lease expiry), and B worked again after."""
+    pids_a, pids_b = a.spawned_pids(), b.spawned_pids()
+    # B was really cut off: its parent lost the database, its busy children died.
+    b_db_errors = [e for e in b.events() if e.get("event") in (
+        "supervisor_db_error", "supervisor_db_unavailable", "worker_fatal",
+        "worker_boot_failed")]
+    report.check("B noticed the cut (database errors in its log)", b_db_errors,
+                 "no database error in B's log")
+    # The jobs B was running at the cut: B ran them last before the cut, and the
+    # child that ran them did not write their effect.
+    last_before_cut = {}
+    for when, pid, job_id, _, key in exec_runs:
+        if when < cut_at:
+            last_before_cut[job_id] = (when, pid, key)
+    held = {job_id: (when, pid, key) for job_id, (when, pid, key) in last_before_cut.items()
+            if pid in pids_b and key in ledger and ledger[key][3] != pid}
+    # A's periodic lease recovery returned them while B was still cut off: each came
+    # back through recover_expired (last_error 'lease expired'), not a hand-back.
+    recovered_in_cut = sum(e.get("count", 0) for e in a.events("leases_recovered")
+                           if cut_at <= _event_time(e) < restore_at)
+    expired = [job_id for job_id in held if jobs.get(job_id)
+               and jobs[job_id][6] == "lease expired"]
+    rerun_by = Counter("A" if ledger[key][3] in pids_a else "B" for _, _, key in held.values())
+    first_rerun = [min((r[0] for r in exec_runs if r[2] == job_id and r[0] >= cut_at),
+                       default=None) for job_id in held]
+    report.figures.update(
+        jobs_held_by_B_at_cut=len(held), leases_recovered_by_A_during_cut=recovered_in_cut,
+        held_jobs_finished_by=dict(rerun_by),
+        held_jobs_rerun_after_cut_s=sorted(round(t - cut_at, 1) for t in first_rerun
+                                           if t is not None))
+    report.check("B held jobs when it was cut off", held, "B held no job at the cut")
+    report.check("A recovered B's jobs once their leases expired, while B was cut off",
+                 held and len(expired) == len(held) and recovered_in_cut >= len(held),
+                 f"held {sorted(held)}; back through lease expiry {sorted(expired)};"
+                 f" A recovered {recovered_in_cut} leases during the cut")
+    b_ready_after = [e for e in b.events("worker_ready") if _event_time(e) >= restore_at]
+    b_done_after = {key for when, pid, _, _, key in exec_runs
+                    if pid in pids_b and when >= restore_at and key in ledger
+                    and ledger[key][3] == pid}
+    report.figures.update(B_children_ready_after_restore=len(b_ready_after),
+                          B_jobs_done_after_restore=len(b_done_after))
+    report.check("B recovered by itself: fresh children, jobs done after the link returned",
+                 b_ready_after and b_done_after,
+                 f"{len(b_ready_after)} B children ready and {len(b_done_after)} jobs done "
+                 "by B after the restore")
+
+
+# --- scenario 3: a stalled link ---------------------------------------------------------------
+
+def run_stall(db, settings=None, workdir=None, log=None):
+    """Scenario 3; returns a Report. B's child is writing a slow effect inside
+    job.transaction() (so its session holds the job row's lock) when B's link stalls:
+    no reset, no FIN, as when B's host vanishes. The job's lease runs out; the
+    contract says A gets it back then."""
+    settings = settings or StallSettings()
+    with Scenario(db, "s", "stall: B's link stalls, no reset, while its child holds a job's "
+                  "row lock inside job.transaction()", settings, workdir, log) as scenario:
+        report, queue = scenario.report, scenario.queue
+        proxy = db.proxy()
+        try:
+            b = scenario.supervisor("B", 1, dsn=db.via(proxy))
+            scenario.wait_ready(b, 1)
+            keys = scenario.enqueue(1, (0, 0), extra={"tx_work_ms": settings.tx_work_ms})
+            ran = poll_until(scenario.executions, 15, message="B running the job")
+            # The effect takes tx_work_ms inside the transaction; a moment in, the row is locked.
+            poll_until(lambda: time.time() >= ran[0][0] + 0.3, 5, interval=0.01)
+            proxy.stall()
+            scenario.log("B's link stalled inside the completion transaction")
+            a = scenario.supervisor("A", 1)
+            expired_since, lockers, status = None, set(), None
+            deadline = time.monotonic() + settings.stall_seconds
+            while status != "done" and time.monotonic() < deadline:
+                status, expired = db.query("SELECT status, lease_until <= UTC_TIMESTAMP(6)"
+                                           " FROM prefork_jobs WHERE queue = %s", (queue,))[0]
+                if status == "reserved" and expired and expired_since is None:
+                    expired_since = time.time()
+                lockers |= db.lock_holders()
+                time.sleep(0.2)
+            reserved_expired_for = time.time() - expired_since if expired_since else 0.0
+            a_ready = bool(a.events("worker_ready"))
+            proxy.resume()
+            scenario.log("B's link flows again")
+            try:
+                poll_until(lambda: not db.unfinished(queue), settings.drain_timeout,
+                           interval=0.2, message="the job to finish")
+            except TimeoutError:
+                pass
+        finally:
+            proxy.close()
+        codes = scenario.stop_all()
+        report.check("both exited 0 on SIGTERM", codes == [0, 0], f"exit statuses {codes}")
+        jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys)
+        count_reexecutions(report, scenario.executions())
+        finisher = next(iter(ledger.values()))[3] if ledger else None
         report.figures.update(
-            connections_reset=dropped, jobs_held_by_B_at_cut=len(held),
-            leases_recovered_by_A_during_cut=recovered_in_cut,
-            held_jobs_finished_by=dict(rerun_by),
-            held_jobs_rerun_after_cut_s=sorted(round(t - cut_at, 1) for t in first_rerun
-                                               if t is not None))
-        report.check("B held jobs when it was cut off", held, "B held no job at the cut")
-        report.check("A recovered B's jobs once their leases expired, while B was cut off",
-                     held and len(expired) == len(held) and recovered_in_cut >= len(held),
-                     f"held {sorted(held)}; back through lease expiry {sorted(expired)};"
-                     f" A recovered {recovered_in_cut} leases during the cut")
-        b_ready_after = [e for e in b.events("worker_ready")
-                         if _event_time(e) >= restore_at]
-        b_work_after = [r for r in exec_runs if r[1] in pids_b and r[0] >= restore_at]
-        b_done_after = [key for key, row in ledger.items()
-                        if row[3] in pids_b and any(r[4] == key and r[0] >= restore_at
-                                                    for r in b_work_after)]
-        report.figures.update(B_children_ready_after_restore=len(b_ready_after),
-                              B_jobs_done_after_restore=len(b_done_after))
-        report.check("B recovered by itself: fresh children, jobs done after the link returned",
-                     b_ready_after and b_done_after,
-                     f"{len(b_ready_after)} B children ready and {len(b_done_after)} jobs done "
-                     "by B after the restore")
-        known = {s.pid for s in supervisors} | pids_a | pids_b
-        check_no_leftovers(report, queue, known)
-    finally:
-        proxy.close()
-        for sup in supervisors:
-            sup.kill_all()
-    report.figures["wall time (s)"] = round(time.monotonic() - started, 1)
+            stall_s=settings.stall_seconds, lease_s=settings.lease_seconds,
+            reserved_with_expired_lease_during_stall_s=round(reserved_expired_for, 1),
+            finished_by="A" if finisher in a.spawned_pids() else "B")
+        b_sessions = sorted(e["connection"] for e in b.events("worker_ready"))
+        report.check("A got the job back once its lease expired, while B's link was stalled",
+                     status == "done",
+                     f"the job stayed reserved with an expired lease for "
+                     f"{reserved_expired_for:.1f} s of the {settings.stall_seconds:g} s stall "
+                     f"(A ready: {a_ready}); server sessions holding row locks meanwhile: "
+                     f"{sorted(lockers) or 'none seen (or no PROCESS privilege)'}, B's "
+                     f"children's sessions: {b_sessions}")
+        scenario.check_no_leftovers()
     return report
 
 
@@ -893,9 +1006,10 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Chaos soak of the prefork-queue supervisor, with a ledger audit.",
         epilog="See the module docstring of tests/chaos.py for what each scenario does.")
-    parser.add_argument("--scenario", choices=("all", "chaos", "partition"), default="all")
+    parser.add_argument("--scenario", choices=("all", "chaos", "partition", "stall"),
+                        default="all")
     parser.add_argument("--full", action="store_true",
-                        help="full size: 20,000 jobs and 240 s of chaos (and a bigger partition run)")
+                        help="full size: 20,000 jobs, 240 s of chaos, a bigger partition run")
     parser.add_argument("--jobs", type=int, help="jobs of the chaos scenario")
     parser.add_argument("--chaos-seconds", type=float, help="length of the chaos window")
     parser.add_argument("--workers", type=int, help="workers of the chaos supervisor")
@@ -955,6 +1069,8 @@ def main(argv=None):
         runs.append(("chaos", run_chaos, chaos_settings))
     if args.scenario in ("all", "partition"):
         runs.append(("partition", run_partition, partition_settings))
+    if args.scenario in ("all", "stall"):
+        runs.append(("stall", run_stall, StallSettings(seed=args.seed)))
     try:
         for name, runner, settings in runs:
             db = database(name)

@@ -9,18 +9,23 @@ In process (threads):
         dsn = f"mysql://root@127.0.0.1:{proxy.port}/jobs"
         proxy.cut()        # every connection is reset, new ones are refused
         proxy.restore()    # listening again on the same port
-        proxy.stats        # {"accepted": .., "dropped": .., "refused_while_cut": ..}
+        proxy.stall()      # nothing moves, nothing is reset: a host that vanished
+        proxy.resume()     # what waited is delivered, as TCP retransmits after a blip
+        proxy.stats        # {"accepted": .., "dropped": .., "upstream_failed": ..}
 
 As a subprocess (prints the port on its first line; SIGUSR1 cuts, SIGUSR2
-restores, SIGTERM ends it):
+restores, SIGTERM ends it; stalls are for the in-process proxy):
 
     python tests/tcp_proxy.py --target 127.0.0.1:3306 [--listen 127.0.0.1:0]
 
 A cut resets both ends of every open connection (RST, as a router that lost
 its state would), so clients see "lost connection" at once and the server
 rolls back what they had open; while cut, the port refuses connections
-(nothing listens on it). Each connection is two pump threads with blocking
-sockets; a cut wakes them by shutting their sockets down.
+(nothing listens on it). A stall is the other kind of partition: no packet
+gets through and nobody is told, so each end waits on its own timeouts (the
+server on wait_timeout, for hours); new connections wait for a greeting that
+does not come. Each connection is two pump threads with blocking sockets; a
+cut wakes them by shutting their sockets down.
 """
 import argparse
 import signal
@@ -46,6 +51,8 @@ class TcpProxy:
         self.accept_thread = None
         self.stop_accepting = threading.Event()
         self.is_cut = False
+        self.flowing = threading.Event()   # cleared while stalled
+        self.flowing.set()
         self.stats = {"accepted": 0, "dropped": 0, "upstream_failed": 0}
 
     # -- life cycle -------------------------------------------------------------
@@ -79,7 +86,15 @@ class TcpProxy:
             self.is_cut = False
         self._listen()
 
+    def stall(self):
+        """Stop moving bytes in either direction, resetting nothing, until resume()."""
+        self.flowing.clear()
+
+    def resume(self):
+        self.flowing.set()
+
     def close(self):
+        self.flowing.set()
         self.cut()
 
     # -- internals ----------------------------------------------------------------
@@ -111,6 +126,9 @@ class TcpProxy:
 
     def _accept_loop(self, listener, stop):
         while not stop.is_set():
+            if not self.flowing.is_set():   # stalled: connections wait in the backlog
+                self.flowing.wait(ACCEPT_POLL)
+                continue
             try:
                 client, _ = listener.accept()
             except socket.timeout:
@@ -140,9 +158,11 @@ class TcpProxy:
     def _pump(self, source, sink, pair):
         try:
             while True:
+                self.flowing.wait()
                 data = source.recv(CHUNK)
                 if not data:
                     break
+                self.flowing.wait()   # what was read as the stall began waits too
                 sink.sendall(data)
         except OSError:
             pass

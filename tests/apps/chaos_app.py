@@ -3,9 +3,10 @@
 `chaos.ledger` first appends one line to the execution log (CHAOS_EXEC_LOG,
 opened O_APPEND, so lines of concurrent children never mix), then works for
 payload['work_ms'] milliseconds, then writes its ledger row in the
-transaction that marks the job done. The execution log shows every run,
-re-executions included; the ledger (PRIMARY KEY on the idempotency key) must
-end with exactly one row per job.
+transaction that marks the job done, and works payload['tx_work_ms'] more
+inside that transaction (a slow effect: the job's row stays locked meanwhile).
+The execution log shows every run, re-executions included; the ledger
+(PRIMARY KEY on the idempotency key) must end with exactly one row per job.
 """
 import os
 import time
@@ -40,3 +41,6 @@ def ledger(job):
     with job.transaction() as cursor:
         cursor.execute(LEDGER_INSERT, (job.idempotency_key, job.payload["run"], job.id,
                                        job.attempt, os.getpid()))
+        tx_work_ms = float(job.payload.get("tx_work_ms", 0))
+        if tx_work_ms > 0:
+            time.sleep(tx_work_ms / 1000.0)
