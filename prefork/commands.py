@@ -48,7 +48,8 @@ MAX_LINES = 500               # output lines logged per job; the rest are counte
 DRAIN_AFTER_EXIT = 1.0        # seconds to read output a left-over grandchild still writes
 READ_SIZE = 65536
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-OWN_ENV_PREFIX = "PREFORK_"   # the supervisor's settings (the DB password!) stay ours
+# The supervisor's settings (the DB password!) stay ours; the job's are set per job.
+OWN_ENV_PREFIXES = ("PREFORK_QUEUE_", "PREFORK_JOB_")
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -164,8 +165,9 @@ def _parse_env(text, fail):
         name, equals, value = item.partition("=")
         if not equals or not ENV_NAME.match(name):
             raise fail(f"env entries are NAME=VALUE, got {name or item!r}")
-        if name.startswith(OWN_ENV_PREFIX):
-            raise fail(f"env cannot set {name}: {OWN_ENV_PREFIX}* names are prefork-queue's")
+        if name.startswith(OWN_ENV_PREFIXES):
+            raise fail(f"env cannot set {name}: {' and '.join(p + '*' for p in OWN_ENV_PREFIXES)}"
+                       f" are prefork-queue's")
         pairs.append((name, value))
     return tuple(pairs)
 
@@ -263,7 +265,7 @@ def command_environment(spec, job):
     """The supervisor's environment without prefork-queue's own variables, plus the
     section's env and what the program may want to know about its job."""
     env = {name: value for name, value in os.environ.items()
-           if not name.startswith(OWN_ENV_PREFIX)}
+           if not name.startswith(OWN_ENV_PREFIXES)}
     env.update(spec.env)
     env.update(PREFORK_JOB_ID=str(job.id), PREFORK_JOB_TYPE=job.type,
                PREFORK_JOB_QUEUE=job.queue, PREFORK_JOB_ATTEMPT=str(job.attempt))
