@@ -41,6 +41,7 @@ class ChildSpec:
     report_fd: int
     wake_fd: int         # the parent writes a byte here when work is ready
     parent_pid: int
+    process_id: object   # the supervisor's registry id, recorded with each claim
     max_items: int       # already jittered by the parent; 0 = no limit
 
 
@@ -81,7 +82,7 @@ def _child_main(spec):
             worker.request_stop()  # the parent is gone
 
     worker = Worker(store, config, on_state=on_state, waker=Waker(extra_fd=spec.wake_fd),
-                    idle_sleeps=(FALLBACK_POLL, FALLBACK_POLL))
+                    idle_sleeps=(FALLBACK_POLL, FALLBACK_POLL), process_id=spec.process_id)
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})

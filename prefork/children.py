@@ -10,6 +10,7 @@ class ChildProcess:
         self.pid, self.slot, self.generation = pid, slot, generation
         self.read_fd, self.wake_fd = read_fd, wake_fd
         self.started = time.monotonic()
+        self.started_wall = time.time()   # compared with restart requests
         self.buffer = b""
         self.ready = False
         self.waiting = False        # idle, with no job ready when it last looked

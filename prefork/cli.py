@@ -4,8 +4,8 @@ import json
 import signal
 import sys
 
-from . import __version__, logs, registry
-from .config import SETTINGS, example_file, load
+from . import __version__, logs, registry, schedules
+from .config import SETTINGS, example_file, load, settings_table
 from .errors import UserError
 from .jobs import new_job
 from .progress import Progress
@@ -129,15 +129,18 @@ def grants_command(args, config):
 
 
 def _config_arguments(parser):
-    parser.add_argument("--example", action="store_true",
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--example", action="store_true",
                         help="Print a config file with every setting, commented, at its default.")
+    output.add_argument("--markdown", action="store_true",
+                        help="Print every setting as a Markdown table (the README's).")
 
 
 @command("config", "Print the effective configuration (secrets masked) and where each value "
          "came from.", arguments=_config_arguments)
 def config_command(args, config):
-    if args.example:
-        print(example_file(), end="")
+    if args.example or args.markdown:
+        print(example_file() if args.example else settings_table(), end="")
         return
     for name, shown, source in config.describe():
         print(f"{name} = {shown}    # {source}")
@@ -190,7 +193,7 @@ def check_job_types(job_types, config):
         return
     registry.import_apps(config.app)
     for job_type in sorted(job_types):
-        if registry.lookup(job_type) is None:
+        if registry.lookup(job_type) is None and job_type not in config.named("command"):
             raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
 
 
@@ -248,6 +251,7 @@ def import_handlers(config):
         logs.event("example_handlers", level=logs.logging.WARNING, app=EXAMPLE_APP,
                    note="no --app given: running the shipped example handlers")
     registry.import_apps(apps)
+    schedules.validate(config)   # [command:*] types, then [schedule:*]
     if not registry.registered_types():
         raise UserError("no job handlers registered: name your handler module(s) with --app")
 
@@ -393,3 +397,6 @@ def bench_command(args, config):
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json)
     return run_bench(plan, config)
+
+
+from . import admin  # noqa: E402,F401  (registers the operator's commands)

@@ -150,6 +150,12 @@ SETTINGS = [
     Setting("restart_backoff_cap", _positive_float, 30.0, "Longest wait between restarts of "
             "children that fail at start (e.g. the database is down).", "supervisor",
             metavar="S"),
+    Setting("heartbeat_interval", _positive_float, 5.0, "Seconds between the supervisor's "
+            "heartbeats in the process registry (see `prefork-queue status`).", "supervisor",
+            metavar="S"),
+    Setting("supervisor_timeout", _positive_float, 30.0, "A supervisor silent this long is "
+            "pruned by any other, and the jobs its workers held are handed back at once.",
+            "supervisor", metavar="S"),
     Setting("metrics_address", str, "", "Serve Prometheus metrics at HOST:PORT, e.g. "
             "127.0.0.1:9187 (off when empty; keep it on loopback).", "supervisor",
             metavar="HOST:PORT"),
@@ -289,6 +295,16 @@ def _shown_default(setting):
     if isinstance(setting.default, list):
         return ",".join(setting.default)
     return "" if setting.default is None else str(setting.default)
+
+
+def settings_table():
+    """Every setting as a Markdown table, for the README."""
+    rows = ["| flag | env / file key | default | meaning |", "|---|---|---|---|"]
+    for setting in SETTINGS:
+        flag = f"`{setting.flag_name}`" if setting.flag else "(none)"
+        rows.append(f"| {flag} | `{setting.env_name}` / `{setting.name}` | "
+                    f"{_shown_default(setting) or '-'} | {setting.help} |")
+    return "\n".join(rows) + "\n"
 
 
 def example_file():

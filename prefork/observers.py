@@ -10,10 +10,12 @@ An observer has three methods:
                            so that the loop wakes for it
 """
 from .metrics import Metrics
+from .schedules import Scheduler
 from .sdnotify import SystemdNotifier
 
 
 def build(config):
     """The observers this configuration asks for."""
-    candidates = [SystemdNotifier.from_environment(), Metrics.from_config(config)]
+    candidates = [SystemdNotifier.from_environment(), Metrics.from_config(config),
+                  Scheduler.from_config(config)]
     return [observer for observer in candidates if observer is not None]

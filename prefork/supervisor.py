@@ -8,16 +8,18 @@ The parent never runs a handler. Its own database connection serves lease
 extension, hand-backs and lease recovery; children never use it.
 """
 import gc
+import json
 import logging
 import os
 import random
 import select
 import signal
 import time
+from datetime import datetime, timezone
 
 from . import child as child_module
 from . import config as config_module
-from . import doorbell, logs, observers, registry
+from . import doorbell, logs, observers, registry, schedules
 from .children import ChildProcess, describe_status
 from .errors import UserError
 from .logs import event
@@ -30,7 +32,7 @@ HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGTTIN", "SIGTTOU
 QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
 FIRST_RESTART_BACKOFF = 0.5
 TICK = 1.0                     # longest sleep of the main loop
-ROLLING_CAUSES = ("reload", "max-items", "max-memory")   # replaced one at a time
+ROLLING_CAUSES = ("reload", "restart", "max-items", "max-memory")   # replaced one at a time
 
 
 class Supervisor:
@@ -49,6 +51,7 @@ class Supervisor:
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
         self.bell = None
+        self.restart_applied = None   # the newest restart request already acted on
         self.observers = []
         self.title = None
 
@@ -58,6 +61,7 @@ class Supervisor:
         """Run until drained; returns the process exit status."""
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
+        self.upkeep.register(self.target)
         self._install_signal_handlers()
         self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
@@ -78,6 +82,7 @@ class Supervisor:
                 break
             self._wait()
         self.upkeep.flush_hand_backs()
+        self.upkeep.leave()
         self.upkeep.close()
         self.bell.close()
         event("supervisor_stopped", done=self.done, dead=self.dead)
@@ -166,7 +171,7 @@ class Supervisor:
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
-                                      max_items)
+                                      self.upkeep.process_id, max_items)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, child_module.STOP_SIGNALS)
@@ -319,6 +324,37 @@ class Supervisor:
             self._wake_waiting(self.upkeep.ready_count(len(self._waiting_children())))
         self.upkeep.recover_when_due(now)
         self.upkeep.flush_hand_backs()
+        if self.upkeep.beat_when_due(now, self.target, self._children_json(now)):
+            self.generation += 1   # rejoined under a new id: roll the children onto it
+        control = self.upkeep.control_when_due(now)
+        if control:
+            self._apply_restart(*control[:2])
+
+    def _children_json(self, now):
+        """What each child does, for the registry (and `prefork-queue status`)."""
+        return json.dumps([
+            {"pid": c.pid, "slot": c.slot,
+             "state": "stopping" if c.stopping else "busy" if c.job else "idle",
+             "job_id": c.job and c.job["id"], "type": c.job and c.job["type"],
+             "seconds": c.job and round(now - c.job["since"], 1)}
+            for c in sorted(self.children.values(), key=lambda c: c.slot)])
+
+    def _apply_restart(self, database_now, requested_at):
+        """`prefork-queue restart`: retire, one at a time, the children started before
+        the request (as the database's clock tells), not those started after it."""
+        if requested_at is None or requested_at > database_now \
+                or requested_at == self.restart_applied:
+            return
+        self.restart_applied = requested_at
+        offset = database_now - datetime.now(timezone.utc).replace(tzinfo=None)
+        retired = 0
+        for child in self._wanted():
+            started = datetime.fromtimestamp(child.started_wall, timezone.utc).replace(tzinfo=None)
+            if started + offset < requested_at and not child.retire_reason:
+                child.retire_reason = "restart"
+                retired += 1
+        if retired:
+            event("restart_requested", requested_at=str(requested_at), workers=retired)
 
     def _enforce_hard_timeout(self, child, now):
         _, hard = registry.timeouts(child.job["type"], self.config)
@@ -368,6 +404,7 @@ class Supervisor:
         try:
             new_config = config_module.load(self.flags, path=self.config.path)
             registry.import_apps(new_config.app)
+            schedules.validate(new_config)   # commands and schedules, before applying
         except UserError as exc:
             event("config_reload_failed", level=logging.ERROR, error=str(exc))
             return

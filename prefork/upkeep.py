@@ -6,8 +6,11 @@ When the database goes away, the parent carries on: the connection is
 dropped and reopened later, and pending hand-backs wait for it.
 """
 import logging
+import os
+import socket
 import time
 
+from . import __version__
 from .errors import UserError
 from .logs import error_class, event
 from .retry import RetryPolicy
@@ -24,7 +27,8 @@ class Upkeep:
         self.store.check_schema()
         self.retry_at = 0.0
         self.pending_hand_backs = []
-        self.next_recover_at = 0.0
+        self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
+        self.process_id = None
 
     def reconfigure(self, config):
         if config.dsn != self.config.dsn:
@@ -80,6 +84,50 @@ class Upkeep:
         recovered = self._with_store(lambda store: store.recover_expired())
         if recovered:
             event("leases_recovered", count=recovered)
+
+    def enqueue(self, new_job):
+        """Enqueue a job (a schedule's tick); its id, or False when the database is away."""
+        return self._with_store(lambda store: store.enqueue(new_job))
+
+    # -- the registry and control of many hosts ---------------------------------------
+
+    def register(self, workers):
+        """Join the process registry (at start, and again after others pruned us)."""
+        self.process_id = self.store.register_process(
+            socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
+        event("supervisor_registered", process_id=self.process_id)
+
+    def beat_when_due(self, now, workers, children_json):
+        """Heartbeat and prune silent supervisors. True when others had pruned us and
+        we joined again under a new id: the caller must replace its children, whose
+        claims carry the old one."""
+        if now < self.next_beat_at:
+            return False
+        self.next_beat_at = now + self.config.heartbeat_interval
+        beat = self._with_store(lambda store: "alive" if store.heartbeat(
+            self.process_id, self.config.queues, workers, children_json) else "pruned")
+        for process_id, jobs in self._with_store(
+                lambda store: store.prune_silent(self.config.supervisor_timeout)) or []:
+            event("supervisor_pruned", level=logging.WARNING, process_id=process_id,
+                  jobs_handed_back=jobs)
+        if beat != "pruned":
+            return False
+        event("supervisor_rejoined", level=logging.WARNING, old_process_id=self.process_id)
+        rejoined = self._with_store(lambda store: self.register(workers))
+        return rejoined is not False
+
+    def control_when_due(self, now):
+        """(database now, restart request or None, paused queues) every poll interval,
+        else None."""
+        if now < self.next_control_at:
+            return None
+        self.next_control_at = now + self.config.poll_interval
+        state = self._with_store(lambda store: store.control_state(socket.gethostname()))
+        return state or None
+
+    def leave(self):
+        """Mark us stopped in the registry after a clean drain."""
+        self._with_store(lambda store: store.stop_process(self.process_id))
 
     # -- the connection ------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 
 from . import registry
-from .errors import JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
+from .errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
 from .logs import current_host_pid, error_class, event
 from .retry import RetryPolicy
 from .wakeup import Waker
@@ -19,9 +19,11 @@ FIRST_IDLE_SLEEP = 0.05
 
 
 class Worker:
-    def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None):
+    def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None,
+                 process_id=None):
         self.store = store
         self.config = config
+        self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
         self.policy = RetryPolicy.from_config(config)
         self.identity = current_host_pid()
         self.waker = waker or Waker()
@@ -83,7 +85,8 @@ class Worker:
         return self.processed
 
     def claim_next(self):
-        jobs = self.store.claim(self.config.queues, self.identity, self.config.lease_seconds)
+        jobs = self.store.claim(self.config.queues, self.identity, self.config.lease_seconds,
+                                process_id=self.process_id)
         return jobs[0] if jobs else None
 
     def process(self, job, chain_next=lambda: False):
@@ -113,7 +116,8 @@ class Worker:
             completed = True
         elif chain_next():
             completed, next_job = self.store.complete_and_claim(
-                job, self.config.queues, self.identity, self.config.lease_seconds)
+                job, self.config.queues, self.identity, self.config.lease_seconds,
+                process_id=self.process_id)
             tried_next = True
         else:
             completed = self.store.complete(job)
@@ -126,7 +130,7 @@ class Worker:
     def record_handler_error(self, job, exc):
         if isinstance(exc, LeaseLost):
             return self.lease_lost(job)
-        if isinstance(exc, (RejectedJob, JobTimeout)):  # our own messages, safe to store
+        if isinstance(exc, (RejectedJob, JobTimeout, CommandFailed)):  # our own messages
             return self.record_failure(job, str(exc), permanent=isinstance(exc, RejectedJob))
         return self.record_failure(job, error_class(exc),
                                    permanent=isinstance(exc, PermanentError))

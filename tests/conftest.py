@@ -135,12 +135,16 @@ def make_config(migrated):
     return _config_maker(migrated)
 
 
+QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
+
+
 @pytest.fixture
 def clean_db(migrated):
-    """An empty jobs table (and no test tables) before the test."""
+    """Empty queue tables (and no test tables) before the test."""
     conn = admin_connection(database=migrated.rsplit("/", 1)[1])
     with conn.cursor() as cursor:
-        cursor.execute("TRUNCATE prefork_jobs")
+        for table in QUEUE_TABLES:
+            cursor.execute(f"TRUNCATE {table}")
         cursor.execute("DROP TABLE IF EXISTS ledger")
         cursor.execute("CREATE TABLE ledger (idempotency_key VARCHAR(191) NOT NULL PRIMARY KEY,"
                        " job_id BIGINT NOT NULL)")

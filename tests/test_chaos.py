@@ -23,15 +23,9 @@ FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
 
 # Checks that fail because of a known bug in prefork/, with the bug named; the other
 # checks of the scenario are still asserted first, then the test xfails on these.
-KNOWN_BUGS = {
-    "A got the job back once its lease expired, while B's link was stalled":
-        "bug: a worker session that vanishes (no FIN/RST) inside job.transaction() keeps "
-        "the job row locked on the server until wait_timeout/TCP keepalive (hours); "
-        "recover_expired() skips locked rows, so the job stays reserved past its lease "
-        "(PRODUCT.md guarantee 6); fix: bound idle transactions server-side "
-        "(MariaDB idle_transaction_timeout in the session init) or kill the claimer's "
-        "connection from recovery",
-}
+# Checks that fail for a known, filed bug: reported as xfail naming it, once
+# every other check has passed. Empty while no such bug is open.
+KNOWN_BUGS = {}
 
 
 def assert_report(report):

@@ -17,7 +17,11 @@ def test_example_config_file_is_generated_from_the_registry():
             assert f"# {setting.name} = " in result.stdout
 
 
-def test_readme_documents_every_flag():
+def test_readme_settings_table_is_generated_from_the_registry():
+    result = run_cli("config", "--markdown")
+    assert result.returncode == 0, result.stderr
     readme = (ROOT / "README.md").read_text()
+    assert result.stdout in readme, \
+        "README's settings table is stale: paste `prefork-queue config --markdown` into it"
     missing = [s.flag_name for s in SETTINGS if s.flag and s.flag_name not in readme]
     assert not missing, f"README does not mention {missing}"

@@ -13,6 +13,9 @@ from .. import doorbell
 
 from ..jobs import Job
 
+# last_error of the jobs a vanished supervisor's children held.
+SILENT_SUPERVISOR_ERROR = "supervisor vanished"
+
 # The columns a claim reads, in the order claimed_job() unpacks them.
 CLAIMED_COLUMNS = "id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
 
@@ -79,11 +82,12 @@ class Store(abc.ABC):
 
     # -- the job life cycle (fenced by the lease token) ---------------------
     @abc.abstractmethod
-    def claim(self, queues, worker, lease_seconds, limit=1):
+    def claim(self, queues, worker, lease_seconds, limit=1, process_id=None):
         """Reserve up to `limit` ready jobs and commit before returning them.
 
-        Queues are tried in order. Each job gets attempts+1, a fresh random
-        lease token and a lease deadline. Returns a list of Jobs (maybe empty).
+        Queues are tried in order; paused queues are skipped. Each job gets
+        attempts+1, a fresh random lease token, a lease deadline, the worker
+        (host:pid) and its supervisor's registry id. Returns a list of Jobs.
         """
 
     @abc.abstractmethod
@@ -94,11 +98,9 @@ class Store(abc.ABC):
     def complete(self, job):
         """Mark done if the token matches and the lease is live. False if the lease was lost."""
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds):
-        """complete(job), then claim the next job: (completed, next Job or None).
-        A backend may do both in one transaction; the default does two."""
-        completed = self.complete(job)
-        return completed, next(iter(self.claim(queues, worker, lease_seconds)), None)
+    @abc.abstractmethod
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
+        """complete(job) and claim the next job in one transaction: (completed, Job or None)."""
 
     @abc.abstractmethod
     def completing(self, job):
@@ -163,6 +165,59 @@ class Store(abc.ABC):
         """{queue: {"ready", "delayed", "reserved", "dead": counts, "oldest_ready_age":
         seconds the oldest due job has waited (0.0: none)}} for each of `queues`.
         Reads only the claim index's non-done ranges: never a done row."""
+
+    # -- operating many hosts (the supervisor registry, control, status) ------------
+    @abc.abstractmethod
+    def register_process(self, host, pid, queues, workers, version):
+        """Add a running supervisor to the registry; returns its id."""
+
+    @abc.abstractmethod
+    def heartbeat(self, process_id, queues, workers, children_json):
+        """Record that the supervisor lives. False when others pruned it meanwhile."""
+
+    @abc.abstractmethod
+    def stop_process(self, process_id):
+        """Mark a supervisor stopped after a clean exit."""
+
+    @abc.abstractmethod
+    def prune_silent(self, silent_seconds, limit=10):
+        """Mark supervisors silent for `silent_seconds` pruned and hand back the jobs
+        their children held; [(process id, jobs returned)] for those we pruned."""
+
+    @abc.abstractmethod
+    def control_state(self, host):
+        """(database now, newest restart request for this host or None, paused queues)."""
+
+    @abc.abstractmethod
+    def request_restart(self, host, at=None):
+        """Ask supervisors on `host` ('*': all) to replace children started before
+        `at` (default: now, by the database's clock); returns the request time."""
+
+    @abc.abstractmethod
+    def set_paused(self, queue, paused):
+        """Pause (no host claims it) or resume a queue."""
+
+    @abc.abstractmethod
+    def status(self, done_window_seconds=3600):
+        """(running supervisors as dicts, live counts [(queue, status, due, count,
+        oldest age s)], {queue: done in the window}, paused queues). Never reads
+        done rows outside the window."""
+
+    @abc.abstractmethod
+    def count_finished(self, status, older_than_seconds):
+        """How many `status` (done/dead) jobs finished longer ago than that."""
+
+    @abc.abstractmethod
+    def prune_finished(self, status, older_than_seconds, batch=1000):
+        """Delete one bounded batch of them, oldest first; returns how many."""
+
+    @abc.abstractmethod
+    def prune_processes(self, older_than_seconds, batch=1000):
+        """Delete registry rows of supervisors stopped or pruned that long ago."""
+
+    @abc.abstractmethod
+    def discard_dead(self, job_ids):
+        """Delete these jobs if they are dead; returns how many."""
 
     @abc.abstractmethod
     def close(self):

@@ -17,6 +17,7 @@ from pymysql.constants import CLIENT, ER
 from ..errors import DatabaseUnavailable, LeaseLost, UserError
 from ..retry import hand_back_decision
 from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
+from .mysql_ops import MySQLOperations
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CONTENTION_RETRIES = 5
@@ -37,12 +38,16 @@ ENQUEUE = (
 # a no-op update on duplicates makes the row count the number of new jobs.
 ENQUEUE_MANY = ENQUEUE.replace("id = LAST_INSERT_ID(id)", "id = id")
 
+# A paused queue is claimed by nobody (its parameter: the queue again). The
+# subquery is not a locking read: FOR UPDATE applies to the outer table only.
+UNPAUSED = " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
+
 # The next ready job of one queue, read in index order and locked, skipping
 # rows other claimers hold. FORCE INDEX: the optimizer must never choose a
 # filesort here, which would lock every row it scans.
 CLAIM_SELECT = (
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)" + UNPAUSED +
     " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
 
 # The fence shared by complete, fail and extend: our token, still reserved,
@@ -65,7 +70,7 @@ CLAIM_STEPS = (
     " UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'reserved', attempts = attempts + 1,"
     " lease_token = %s,"
     " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id = @prefork_claimed;")
+    " process_id = %s, updated_at = UTC_TIMESTAMP(6) WHERE id = @prefork_claimed;")
 
 # Read back after the commit; attempts - 1 so that claimed_job() sees the
 # row as it was before the reservation, like every other claim path.
@@ -80,7 +85,7 @@ CLAIM = ("SET @prefork_claimed = NULL, @prefork_completed = NULL; START TRANSACT
 # without locking: the supervisor's one look for all its idle children.
 READY_COUNT_PART = (
     "(SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)" + UNPAUSED +
     " ORDER BY priority, available_at, id LIMIT %s)")
 
 # Finish one job and claim the next in one round trip and one commit: the
@@ -178,6 +183,10 @@ RECORD_MIGRATION = (
     "INSERT INTO prefork_schema_migrations (version, name, applied_at)"
     " VALUES (%s, %s, UTC_TIMESTAMP(6))")
 
+# What a worker account may read, insert and update (no DELETE, no DDL): the
+# jobs, the supervisor registry, and the control tables (`pause` and `restart`
+# run with it too; `prune`, `discard` and `migrate` need an admin account).
+WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
 
 
@@ -220,7 +229,7 @@ def _error_code(exc):
     return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
 
 
-class MySQLStore(Store):
+class MySQLStore(MySQLOperations, Store):
     def __init__(self, config):
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = f"mysql/{self.dsn_args['database']}"
@@ -243,6 +252,7 @@ class MySQLStore(Store):
                 **self.dsn_args)
             with conn.cursor() as cursor:
                 cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                _bound_idle_transactions(cursor, config.lease_seconds)
         except pymysql.err.MySQLError as exc:
             reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
             raise DatabaseUnavailable(f"cannot connect to {redacted(self.dsn_args)}: {reason}") from None
@@ -363,27 +373,28 @@ class MySQLStore(Store):
 
     # -- life cycle ---------------------------------------------------------------
 
-    def claim(self, queues, worker, lease_seconds, limit=1):
+    def claim(self, queues, worker, lease_seconds, limit=1, process_id=None):
         jobs = []
         for queue in queues:
             while len(jobs) < limit:
-                _, job = self._run_claim(CLAIM, (), queue, worker, lease_seconds)
+                _, job = self._run_claim(CLAIM, (), queue, worker, lease_seconds, process_id)
                 if job is None:
                     break
                 jobs.append(job)
         return jobs
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds):
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
         completed, next_job = self._run_claim(COMPLETE_AND_CLAIM, (job.id, job.lease_token),
-                                              queues[0], worker, lease_seconds)
+                                              queues[0], worker, lease_seconds, process_id)
         if next_job is None and len(queues) > 1:
-            next_job = next(iter(self.claim(queues[1:], worker, lease_seconds)), None)
+            next_job = next(iter(self.claim(queues[1:], worker, lease_seconds,
+                                            process_id=process_id)), None)
         return completed == 1, next_job
 
-    def _run_claim(self, script, leading_args, queue, worker, lease_seconds):
+    def _run_claim(self, script, leading_args, queue, worker, lease_seconds, process_id):
         """Run a claim script; returns (completed row count or None, Job or None)."""
         token = secrets.token_hex(16)
-        args = leading_args + (queue, token, _micros(lease_seconds), worker)
+        args = leading_args + (queue, queue, token, _micros(lease_seconds), worker, process_id)
         row = self._retry_contention(lambda: self._script_result(script, args))
         completed, job_row = row[0], row[1:]
         job = claimed_job(job_row, token, self) if job_row[0] is not None else None
@@ -407,7 +418,7 @@ class MySQLStore(Store):
 
     def ready_count(self, queues, limit):
         parts = " UNION ALL ".join([READY_COUNT_PART] * len(queues))
-        args = [value for queue in queues for value in (queue, limit)]
+        args = [value for queue in queues for value in (queue, queue, limit)]
         return self._one(f"SELECT COUNT(*) FROM ({parts}) AS ready", args)[0]
 
     def complete(self, job):
@@ -498,6 +509,19 @@ class MySQLStore(Store):
             return queue_figures(queues, cursor.fetchall())
 
 
+def _bound_idle_transactions(cursor, seconds):
+    """End a transaction left idle longer than a lease (MariaDB). A worker whose
+    host vanished inside job.transaction() would otherwise keep its job's row
+    locked until the server notices the dead connection (hours), and recovery,
+    which skips locked rows, could not return the job when its lease ends.
+    MySQL 8 has no such setting; there the lock lasts until wait_timeout."""
+    try:
+        cursor.execute("SET SESSION idle_transaction_timeout = %s", (max(1, int(seconds + 0.999)),))
+    except pymysql.err.MySQLError as exc:
+        if _error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
+            raise
+
+
 def _split_statements(sql):
     """Split a schema file on semicolons that end a line (our files have no procedures)."""
     lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
@@ -521,8 +545,9 @@ def grant_statements(user, host, database):
         if not ACCOUNT_NAME.match(name or ""):
             raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
     account = f"'{user}'@'{host}'"
-    return [f"GRANT SELECT, INSERT, UPDATE ON `{database}`.`prefork_jobs` TO {account};",
-            f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO {account};"]
+    return [f"GRANT SELECT, INSERT, UPDATE ON `{database}`.`{table}` TO {account};"
+            for table in WORKER_TABLES] + [
+        f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO {account};"]
 
 
 # --- reference loop for the benchmark ------------------------------------------------

@@ -32,6 +32,7 @@ from ..errors import DatabaseUnavailable, LeaseLost, UserError
 from ..logs import event
 from ..retry import hand_back_decision
 from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
+from .sqlite_ops import SQLiteOperations
 
 DSN_PREFIX = "sqlite:///"
 TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
@@ -65,23 +66,29 @@ ENQUEUE = (
 
 EXISTING_JOB = "SELECT id FROM prefork_jobs WHERE queue = :queue AND idempotency_key = :key"
 
+# A paused queue is claimed by nobody.
+UNPAUSED = (" AND NOT EXISTS (SELECT 1 FROM prefork_queue_states"
+            " WHERE queue = :queue AND paused = 1)")
+
 # The next ready jobs of one queue in index order. INDEXED BY: the statement
 # fails rather than run with another plan. No SKIP LOCKED: the claimer holds
 # the database's write lock, so nobody else can reserve these rows meanwhile.
 CLAIM_SELECT = (
     f"SELECT {CLAIMED_COLUMNS} FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now"
+    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now" + UNPAUSED +
     " ORDER BY priority, available_at, id LIMIT :limit")
 
 # How many jobs of one queue are ready, counting at most :limit, from the
 # claim index (a read: no lock taken).
 READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now LIMIT :limit)")
+    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now" + UNPAUSED +
+    " LIMIT :limit)")
 
 CLAIM_RESERVE = (
     "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = :token,"
-    " lease_until = :lease_until, locked_by = :worker, updated_at = :now WHERE id = :id")
+    " lease_until = :lease_until, locked_by = :worker, process_id = :process_id,"
+    " updated_at = :now WHERE id = :id")
 
 # The fence shared by complete, fail and extend: our token, still reserved,
 # lease not yet over. Zero rows matched means the lease was lost.
@@ -317,7 +324,7 @@ def _warn_once(key, name, **fields):
         event(name, level=logging.WARNING, **fields)
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteOperations, Store):
     def __init__(self, config):
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
@@ -332,6 +339,16 @@ class SQLiteStore(Store):
         if self._missing_versions():
             self.migrate()
         self._warn_if_shared_with_other_hosts()
+
+    # The clock, for the operator tables (sqlite_ops.py).
+    _stamp = staticmethod(_stamp)
+
+    @staticmethod
+    def _now():
+        return _utc_now()
+
+    def _now_text(self, offset_seconds=0.0):
+        return _stamp(_utc_now() + timedelta(seconds=offset_seconds))
 
     def _connection(self):
         if self.conn is None or os.getpid() != self.owner_pid:
@@ -451,25 +468,28 @@ class SQLiteStore(Store):
 
     # -- life cycle ---------------------------------------------------------------
 
-    def claim(self, queues, worker, lease_seconds, limit=1):
+    def claim(self, queues, worker, lease_seconds, limit=1, process_id=None):
         with self._write() as cursor:
             times = _times(_utc_now(), lease_until=lease_seconds)
-            return self._reserve(cursor, queues, worker, limit, times)
+            return self._reserve(cursor, queues, (worker, process_id), limit, times)
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds):
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
         # One lock and one commit instead of two: on SQLite the commit is the cost.
         with self._write() as cursor:
             times = _times(_utc_now(), lease_until=lease_seconds)
             cursor.execute(COMPLETE, {**_lease(job), **times})
             completed = cursor.rowcount == 1
-            next_jobs = self._reserve(cursor, queues, worker, 1, times)
+            next_jobs = self._reserve(cursor, queues, (worker, process_id), 1, times)
         return completed, next(iter(next_jobs), None)
 
-    def _reserve(self, cursor, queues, worker, limit, times):
-        """Claim up to `limit` ready jobs inside the caller's write transaction."""
+    def _reserve(self, cursor, queues, claimant, limit, times):
+        """Claim up to `limit` ready jobs inside the caller's write transaction;
+        claimant is (worker, supervisor process id or None)."""
+        worker, process_id = claimant
         rows = _ready_rows(cursor, queues, limit, times["now"])
         tokens = [secrets.token_hex(16) for _ in rows]
-        cursor.executemany(CLAIM_RESERVE, [{**times, "token": token, "worker": worker, "id": row[0]}
+        cursor.executemany(CLAIM_RESERVE, [{**times, "token": token, "worker": worker,
+                                            "process_id": process_id, "id": row[0]}
                                            for row, token in zip(rows, tokens)])
         return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
 
