@@ -44,7 +44,12 @@ class SupervisorProcess:
         def matching():
             hits = [e for e in self.events(name) if all(e.get(k) == v for k, v in fields.items())]
             return hits if len(hits) >= count else None
-        return wait_until(matching, timeout=timeout, message=f"{count} x {name} {fields}")
+        try:
+            return wait_until(matching, timeout=timeout, message=f"{count} x {name} {fields}")
+        except AssertionError as exc:
+            tail = "\n".join(self.log_text().splitlines()[-25:])
+            raise AssertionError(f"{exc}; exit status {self.proc.poll()}; log tail:\n{tail}") \
+                from None
 
     def log_text(self):
         return self.log_path.read_text()
