@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import psutil
 
@@ -89,6 +90,25 @@ class SupervisorProcess:
         except subprocess.TimeoutExpired:
             pass
         self.log_file.close()
+
+
+@contextmanager
+def supervisor_starter(tmp_path, dsn, *base_args):
+    """start(*args, **kwargs) -> a SupervisorProcess with base_args first; every
+    supervisor started is killed when the block ends."""
+    started = []
+
+    def start(*args, **kwargs):
+        kwargs.setdefault("name", f"sup{len(started)}")
+        sup = SupervisorProcess(tmp_path, dsn, *base_args, *args, **kwargs)
+        started.append(sup)
+        return sup
+
+    try:
+        yield start
+    finally:
+        for sup in started:
+            sup.kill_all()
 
 
 def process_gone(pid):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import job_row, run_cli, scalar, wait_until
-from harness import SupervisorProcess, wait_gone
+from harness import supervisor_starter, wait_gone
 from prefork.jobs import new_job
 
 APPS = ("--app", "ledger_app,supervised_app")
@@ -16,17 +16,8 @@ FAST_REGISTRY = ("--heartbeat-interval", "0.3", "--supervisor-timeout", "2")
 
 @pytest.fixture
 def supervisors(tmp_path, migrated, clean_db):
-    started = []
-
-    def start(*args):
-        sup = SupervisorProcess(tmp_path, migrated, *APPS, *FAST_REGISTRY, *args,
-                                name=f"sup{len(started)}")
-        started.append(sup)
-        return sup
-
-    yield start
-    for sup in started:
-        sup.kill_all()
+    with supervisor_starter(tmp_path, migrated, *APPS, *FAST_REGISTRY) as start:
+        yield start
 
 
 @pytest.fixture

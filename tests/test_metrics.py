@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import run_cli, wait_until
-from harness import SupervisorProcess
+from harness import supervisor_starter
 from prefork.jobs import new_job
 from prefork.metrics import parse_address, reason_label
 from prefork.errors import UserError
@@ -72,15 +72,8 @@ def make_dead(store, job_type="fail-n-times", queue="default"):
 @pytest.fixture
 def started(tmp_path, sqlite_migrated):
     """start(*args) -> SupervisorProcess on the test's SQLite file, killed at the end."""
-    processes = []
-
-    def start(*args, name="sup"):
-        sup = SupervisorProcess(tmp_path, sqlite_migrated, *APP, *args, name=name)
-        processes.append(sup)
-        return sup
-    yield start
-    for sup in processes:
-        sup.kill_all()
+    with supervisor_starter(tmp_path, sqlite_migrated, *APP) as start:
+        yield start
 
 
 def test_metrics_count_what_the_supervisor_saw(started, sqlite_store):

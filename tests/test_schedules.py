@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from conftest import run_cli, wait_until
-from harness import SupervisorProcess
+from harness import supervisor_starter
 from prefork import config as config_module
 from prefork.errors import UserError
 from prefork.schedules import build, due_ticks, iso
@@ -138,17 +138,8 @@ def test_catching_up_takes_the_latest_tick_before_the_start_whatever_its_age(tmp
 
 @pytest.fixture
 def supervisors(tmp_path, migrated, clean_db):
-    started = []
-
-    def start(config_text, *args):
-        sup = SupervisorProcess(tmp_path, migrated, *args, config_text=config_text,
-                                name=f"sup{len(started)}")
-        started.append(sup)
-        return sup
-
-    yield start
-    for sup in started:
-        sup.kill_all()
+    with supervisor_starter(tmp_path, migrated) as start:
+        yield lambda config_text, *args: start(*args, config_text=config_text)
 
 
 def enqueued_ticks(conn, name):

@@ -6,7 +6,7 @@ import psutil
 import pytest
 
 from conftest import job_row, scalar, wait_until
-from harness import SupervisorProcess, process_gone, wait_gone
+from harness import process_gone, supervisor_starter, wait_gone
 from prefork.jobs import new_job
 
 APPS = "--app", "ledger_app,supervised_app"
@@ -14,17 +14,8 @@ APPS = "--app", "ledger_app,supervised_app"
 
 @pytest.fixture
 def supervisor(tmp_path, migrated, clean_db):
-    started = []
-
-    def start(*args, **kwargs):
-        sup = SupervisorProcess(tmp_path, migrated, *APPS, *args, name=f"sup{len(started)}",
-                                **kwargs)
-        started.append(sup)
-        return sup
-
-    yield start
-    for sup in started:
-        sup.kill_all()
+    with supervisor_starter(tmp_path, migrated, *APPS) as start:
+        yield start
 
 
 @pytest.fixture

@@ -4,14 +4,11 @@ import signal
 import time
 
 import prefork
+from ledger_app import ledger as write_ledger
 
 _hoard = []
 
 
-def write_ledger(job):
-    with job.transaction() as cursor:
-        cursor.execute("INSERT INTO ledger (idempotency_key, job_id) VALUES (%s, %s)",
-                       (job.idempotency_key, job.id))
 
 
 @prefork.handler("slow_ledger")
