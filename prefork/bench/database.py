@@ -1,0 +1,70 @@
+"""The bench's own connection: the store it enqueues with, plus the few reads and
+deletes of its scratch queues. Their SQL lives in the backend's store module."""
+import importlib
+import json
+
+import psutil
+
+from .. import enqueue as enqueue_as_application
+from ..store import open_store
+
+# Counters that have a per-connection value, so the bench can take its own out.
+OWN_COUNTERS = ("Questions", "Com_commit", "Handler_commit")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class BenchDatabase:
+    def __init__(self, config, check_schema=True):
+        self.store = open_store(config)
+        if check_schema:
+            self.store.check_schema()
+        backend = type(self.store).__module__
+        self.sql = importlib.import_module(backend)     # prefork.store.mysql or .sqlite
+        self.is_mysql = backend.endswith(".mysql")
+
+    def enqueue_many(self, jobs):
+        return self.store.enqueue_many(jobs)
+
+    def enqueue(self, job):
+        return self.store.enqueue(job)
+
+    def enqueue_unrung(self, job):
+        """Enqueue as an application does, on its own connection: no doorbell rung."""
+        return enqueue_as_application(self.store.conn, job.type, json.loads(job.payload_text),
+                                      queue=job.queue)
+
+    def unfinished(self, queue):
+        return self.sql.bench_unfinished(self.store, queue)
+
+    def delete_queue(self, queue):
+        return self.sql.bench_delete_queue(self.store, queue)
+
+    def counters(self):
+        """Server counters as the rest of the server moved them: server-wide values
+        minus this connection's own statements. None on SQLite (no server)."""
+        if not self.is_mysql:
+            return None
+        server, own = self.sql.bench_counters(self.store)
+        return {name: value - (own.get(name, 0) if name in OWN_COUNTERS else 0)
+                for name, value in server.items()}
+
+    def fill_done(self, queue, rows, job_type, payload_text):
+        """Yields the number of done rows after each doubling (MySQL only)."""
+        return self.sql.bench_fill_done(self.store, queue, rows, job_type, payload_text)
+
+    def server_process(self):
+        """The database server's process when it listens on this host (for its CPU
+        time), else None: found by its TCP port; a Unix socket DSN is not looked up."""
+        args = getattr(self.store, "dsn_args", None)
+        if not args or args["unix_socket"] or args["host"] not in LOCAL_HOSTS:
+            return None
+        try:
+            for conn in psutil.net_connections("tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr.port == args["port"]:
+                    return psutil.Process(conn.pid) if conn.pid else None
+        except psutil.Error:
+            pass
+        return None
+
+    def close(self):
+        self.store.close()

@@ -1,0 +1,229 @@
+"""One bench invocation: for each worker count, the real supervisor and the textbook
+baseline on the same scratch queue, then (optionally) a run on a big table; the
+scratch rows, files and processes are gone afterwards, even after Ctrl-C."""
+import secrets
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+import psutil
+
+from ..benchjobs import NOOP, PICKUP_FILE_ENV
+from ..errors import UserError
+from ..jobs import new_job
+from ..logs import error_class
+from ..progress import Progress
+from ..store import driver_errors
+from .database import BenchDatabase
+from .measure import (PickupPlan, Throughput, measure_background, measure_idle_load,
+                      measure_pickups, measure_throughput)
+from .processes import BaselinePool, SupervisorProcess, supervisor_env
+from .report import (MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json,
+                     render_table)
+
+MEMORY_SAMPLE_INTERVAL = 1.0
+RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell
+LABEL_WIDTH = 26
+
+
+@dataclass
+class Plan:
+    workers: List[int]
+    jobs: int
+    payload_bytes: int
+    pickups: int
+    done_rows: int
+    as_json: bool
+
+
+@dataclass
+class OursRun:
+    throughput: Throughput
+    memory: dict
+    pickups: List[float] = field(default_factory=list)          # rung: the doorbell
+    polled_pickups: List[float] = field(default_factory=list)   # found by the poll
+    idle_stmts_per_s: Optional[float] = None
+    background_stmts_per_s: Optional[float] = None
+
+
+class ProcessWatch:
+    """Called at every poll of a run: fails fast when a process working the queue
+    died, and keeps the peak memory figures, sampled about once a second."""
+
+    def __init__(self, processes, server=None):
+        self.processes = processes    # a SupervisorProcess or a BaselinePool
+        self.server = server          # the database server's psutil.Process, when local
+        self.peaks = {}
+        self.next_sample = 0.0
+
+    def __call__(self):
+        self.processes.check_alive()
+        if time.monotonic() >= self.next_sample:
+            self.next_sample = time.monotonic() + MEMORY_SAMPLE_INTERVAL
+            for name, value in self.processes.memory().items():
+                if value is not None:
+                    self.peaks[name] = max(value, self.peaks.get(name, 0.0))
+
+    def cpu_seconds(self):
+        """{"parent", "children"[, "server"]}: CPU seconds used so far."""
+        seconds = self.processes.cpu_seconds()
+        if self.server is not None:
+            try:
+                times = self.server.cpu_times()
+                seconds["server"] = times.user + times.system
+            except psutil.Error:
+                self.server = None
+        return seconds
+
+
+def noop_batch(count, payload_bytes, queue, max_payload_bytes):
+    """`count` no-op jobs whose JSON payload is `payload_bytes` long ({"pad":"xx..."})."""
+    pad = "x" * max(0, payload_bytes - len('{"pad":""}'))
+    return [new_job(NOOP, {"pad": pad}, queue=queue, max_payload_bytes=max_payload_bytes)] * count
+
+
+class Bench:
+    def __init__(self, plan, config):
+        self.plan, self.config = plan, config
+        self.db = BenchDatabase(config)
+        if plan.done_rows and not self.db.is_mysql:
+            self.db.close()
+            raise UserError("--done-rows is MySQL-only")
+        self.server = self.db.server_process()
+        self.queue = f"bench-{secrets.token_hex(4)}"
+        self.done_queue = f"{self.queue}-done"
+        self.tmp = Path(tempfile.mkdtemp(prefix="prefork-bench-"))
+        latency_file = str(self.tmp / "pickup-latencies")
+        self.env = supervisor_env(config, {PICKUP_FILE_ENV: latency_file})
+        # Without the doorbell a job waits for the next poll: a random gap over a whole
+        # poll interval stands for jobs arriving at random times.
+        self.rung = PickupPlan(plan.pickups, RUNG_GAP, True, latency_file)
+        self.polled = PickupPlan(plan.pickups, (0.02, 0.02 + config.poll_interval), False,
+                                 latency_file)
+        self.batch = noop_batch(plan.jobs, plan.payload_bytes, self.queue, config.max_payload_bytes)
+        self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
+
+    def _progress_total(self):
+        per_count = self.plan.jobs * (2 if self.db.is_mysql else 1) + 2 * self.plan.pickups
+        return per_count * len(self.plan.workers) + (self.plan.jobs if self.plan.done_rows else 0)
+
+    def _label(self, text):
+        self.progress.label = text[:LABEL_WIDTH].ljust(LABEL_WIDTH)
+
+    # -- the runs -------------------------------------------------------------------
+
+    def run(self):
+        rows = [self.one_worker_count(workers) for workers in self.plan.workers]
+        done_rows = self.big_table_run(rows) if self.plan.done_rows else None
+        return self.report(rows, done_rows)
+
+    def one_worker_count(self, workers):
+        ours = self.run_ours(workers)
+        baseline = self.run_baseline(workers) if self.db.is_mysql else None
+        return make_row(workers, ours, baseline)
+
+    def run_ours(self, workers, extras=True):
+        """The real supervisor: throughput, then (extras) pickup latency and idle load."""
+        self._label(f"{workers} workers: ours")
+        background = measure_background(self.db) if extras else None
+        supervisor = SupervisorProcess(workers, self.queue, self.env,
+                                       self.tmp / f"supervisor-{workers}.log")
+        try:
+            supervisor.start()
+            supervisor.wait_idle()
+            watch = ProcessWatch(supervisor, self.server)
+            throughput = measure_throughput(self.db, self.queue, self.batch, watch, self.progress)
+            run = OursRun(throughput, dict(watch.peaks), background_stmts_per_s=background)
+            if extras:
+                self._label(f"{workers} workers: pickups")
+                run.pickups = measure_pickups(self.db, self.queue, self.rung, watch, self.progress)
+                run.polled_pickups = measure_pickups(self.db, self.queue, self.polled, watch,
+                                                     self.progress)
+                self._label(f"{workers} workers: idle load")
+                run.idle_stmts_per_s = measure_idle_load(self.db, watch)
+        finally:
+            supervisor.stop()
+        self.db.delete_queue(self.queue)
+        return run
+
+    def run_baseline(self, workers):
+        self._label(f"{workers} workers: baseline")
+        pool = BaselinePool(self.config, self.queue, workers)
+        try:
+            pool.start()
+            pool.wait_ready()
+            watch = ProcessWatch(pool, self.server)
+            throughput = measure_throughput(self.db, self.queue, self.batch, watch, self.progress)
+        finally:
+            pool.stop()
+        self.db.delete_queue(self.queue)
+        return throughput
+
+    def big_table_run(self, rows):
+        """--done-rows: fill the table, rerun the largest worker count's throughput."""
+        workers = max(self.plan.workers)
+        self._label(f"filling {self.plan.done_rows:,} done rows")
+        for _ in self.db.fill_done(self.done_queue, self.plan.done_rows, NOOP,
+                                   self.batch[0].payload_text):
+            self.progress.advance(0)
+        ours = self.run_ours(workers, extras=False).throughput.jobs_per_s
+        empty = next(row["ours_jobs_per_s"] for row in rows if row["workers"] == workers)
+        return {"rows": self.plan.done_rows, "workers": workers, "jobs_per_s": ours,
+                "empty_jobs_per_s": empty, "ratio": ours / empty}
+
+    def report(self, rows, done_rows):
+        backend = "mysql" if self.db.is_mysql else "sqlite"
+        return {"backend": backend, "queue": self.queue, "jobs": self.plan.jobs,
+                "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
+                "columns": list(ROW_KEYS), "rows": rows, "done_rows": done_rows,
+                "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),
+                "notes": list(NOTES + (MYSQL_NOTES if self.db.is_mysql else ()))}
+
+    # -- cleaning up ----------------------------------------------------------------
+
+    def clean_up(self):
+        """Delete the scratch rows on a fresh connection (the bench's own may have been
+        interrupted mid-statement) and remove the temporary files. A failure here is
+        a warning naming what is left, never in place of the error that stopped us."""
+        self.progress.finish()
+        self.db.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        try:
+            db = BenchDatabase(self.config, check_schema=False)
+            try:
+                for queue in (self.queue, self.done_queue):
+                    db.delete_queue(queue)
+            finally:
+                db.close()
+        except (UserError,) + driver_errors() as exc:
+            reason = str(exc) if isinstance(exc, UserError) else error_class(exc)
+            print(f"prefork-queue bench: warning: could not delete the rows of queues "
+                  f"{self.queue} and {self.done_queue}: {reason}", file=sys.stderr)
+
+
+def run_bench(plan, config):
+    """Run the bench and print its report; Ctrl-C stops it and still cleans up."""
+    previous = signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        bench = Bench(plan, config)
+        try:
+            report = bench.run()
+        finally:
+            bench.clean_up()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    print(render_json(report) if plan.as_json else render_table(report))
+    return 0
+
+
+def _interrupt_once(signum, frame):
+    """The first Ctrl-C stops the bench; later ones are ignored so the clean-up
+    (processes stopped, scratch rows deleted) runs to its end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("\nprefork-queue bench: interrupted; stopping and cleaning up", file=sys.stderr)
+    raise KeyboardInterrupt

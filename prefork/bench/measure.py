@@ -1,0 +1,146 @@
+"""What one bench run measures, with whatever processes are working the queue:
+throughput end to end, pickup latency with idle workers, and the idle load."""
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from ..benchjobs import PICKUP
+from ..jobs import new_job
+from .processes import BenchError
+
+FINISH_POLL = 0.05          # seconds between counts while a batch runs
+PICKUP_POLL = 0.005         # while one pickup job is out
+PICKUP_TIMEOUT = 30.0
+IDLE_SETTLE = 2.0           # let idle workers reach their longest poll interval
+IDLE_WINDOW = 3.0
+BACKGROUND_WINDOW = 2.0
+
+
+@dataclass
+class Throughput:
+    jobs: int
+    enqueue_per_s: float
+    jobs_per_s: float
+    counters: Optional[dict]     # server counter deltas less the bench's own; None on SQLite
+    cpu_ms_per_job: dict         # {"parent", "children"[, "server"]}: ms per job
+
+    def per_job(self, name):
+        if self.counters is None:
+            return None
+        return self.counters[name] / self.jobs
+
+
+def finish_deadline(jobs):
+    """Generous: a run slower than 20 jobs/s plus a minute is broken, not slow."""
+    return time.monotonic() + 60.0 + jobs / 20.0
+
+
+def measure_throughput(db, queue, batch, watch, progress):
+    """Enqueue `batch` in one transaction, then count until none of it is unfinished.
+    watch() runs at every count (it checks the processes, samples memory);
+    watch.cpu_seconds() is the CPU time of the processes working the queue."""
+    before, cpu_before = db.counters(), watch.cpu_seconds()
+    started = time.monotonic()
+    db.enqueue_many(batch)
+    committed = time.monotonic()
+    wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL, finish_deadline(len(batch)))
+    finished = time.monotonic()
+    cpu = _deltas(cpu_before, watch.cpu_seconds())   # "server" only when both had it
+    return Throughput(jobs=len(batch), enqueue_per_s=len(batch) / (committed - started),
+                      jobs_per_s=len(batch) / (finished - committed),
+                      counters=_deltas(before, db.counters()),
+                      cpu_ms_per_job={name: 1000 * seconds / len(batch)
+                                      for name, seconds in cpu.items()})
+
+
+def wait_finished(db, queue, total, watch, progress, interval, deadline):
+    done = 0
+    while True:
+        unfinished = db.unfinished(queue)
+        progress.advance(total - unfinished - done)
+        done = total - unfinished
+        if not unfinished:
+            return
+        watch()
+        if time.monotonic() > deadline:
+            raise BenchError(f"{unfinished} of {total} jobs still unfinished at the deadline")
+        time.sleep(interval)
+
+
+def _deltas(before, after):
+    if before is None:
+        return None
+    return {name: after[name] - before[name] for name in before if name in after}
+
+
+@dataclass(frozen=True)
+class PickupPlan:
+    """`count` pickup jobs, one at a time, each enqueued a random `gap` (seconds, a
+    range) after the previous one finished; `ring`: enqueue through the store, which
+    rings this host's supervisors, or as an application does (prefork.enqueue on
+    its own connection), which does not: then only the supervisor's poll finds it."""
+    count: int
+    gap: tuple
+    ring: bool
+    latency_file: str
+
+
+def measure_pickups(db, queue, plan, watch, progress):
+    """Returns the latencies (ms) the pickup handler wrote, enqueue to handler start."""
+    enqueue = db.enqueue if plan.ring else db.enqueue_unrung
+    for _ in range(plan.count):
+        time.sleep(random.uniform(*plan.gap))
+        enqueue(new_job(PICKUP, {"enqueued_at": time.time()}, queue=queue))
+        wait_finished(db, queue, 1, watch, progress, PICKUP_POLL,
+                      time.monotonic() + PICKUP_TIMEOUT)
+    latencies = read_latencies(plan.latency_file)
+    if len(latencies) != plan.count:
+        raise BenchError(f"{plan.count} pickup jobs ran but {len(latencies)} latencies "
+                         "were written")
+    os.truncate(plan.latency_file, 0)
+    return latencies
+
+
+def read_latencies(path):
+    try:
+        with open(path, encoding="ascii") as handle:
+            return [float(line) for line in handle if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def measure_idle_load(db, watch):
+    """Statements per second the rest of the server sends while the queue is empty
+    (server-wide, so other clients of the server count too). None on SQLite."""
+    if not db.is_mysql:
+        return None
+    _sleep_watching(IDLE_SETTLE, watch)
+    return statements_per_second(db, IDLE_WINDOW, watch)
+
+
+def measure_background(db):
+    """Statements per second of the server's other clients, before a run starts."""
+    return statements_per_second(db, BACKGROUND_WINDOW, lambda: None) if db.is_mysql else None
+
+
+def statements_per_second(db, seconds, watch):
+    before, started = db.counters(), time.monotonic()
+    _sleep_watching(seconds, watch)
+    after, ended = db.counters(), time.monotonic()
+    return (after["Questions"] - before["Questions"]) / (ended - started)
+
+
+def _sleep_watching(seconds, watch):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        watch()
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+
+
+def percentile(values, pct):
+    """Nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * pct // 100))
+    return ordered[int(rank) - 1]

@@ -1,0 +1,164 @@
+"""The bench's output: one row per worker count, as a table or as JSON."""
+import json
+import textwrap
+
+from .measure import percentile
+
+# The figures of a row, for --json and for the test that checks them all.
+ROW_KEYS = ("workers", "enqueue_per_s", "ours_jobs_per_s", "baseline_jobs_per_s", "ratio",
+            "pickup_p50_ms", "pickup_p99_ms", "polled_pickup_p50_ms", "polled_pickup_p99_ms",
+            "stmts_per_job", "commits_per_job",
+            "idle_stmts_per_s", "cpu_ms_per_job", "baseline_cpu_ms_per_job",
+            "server_cpu_ms_per_job", "baseline_server_cpu_ms_per_job",
+            "parent_rss_mib", "child_rss_mib", "child_uss_mib")
+
+
+def _number(key, fmt):
+    return lambda row: "-" if row.get(key) is None else fmt.format(row[key])
+
+
+def _pair(first, second, fmt="{:.1f}"):
+    """One cell for two figures: "61.2/4.3" ("-" for a missing one)."""
+    def text(row):
+        if row.get(first) is None:
+            return "-"
+        return "/".join(_number(key, fmt)(row) for key in (first, second))
+    return text
+
+
+# (header, cell text of a row) of each column of the table, in order.
+COLUMNS = (
+    ("workers", _number("workers", "{:d}")),
+    ("enqueue/s", _number("enqueue_per_s", "{:,.0f}")),
+    ("ours jobs/s", _number("ours_jobs_per_s", "{:,.0f}")),
+    ("baseline jobs/s", _number("baseline_jobs_per_s", "{:,.0f}")),
+    ("ratio", _number("ratio", "{:.2f}x")),
+    ("pickup p50 ms", _number("pickup_p50_ms", "{:.1f}")),
+    ("p99 ms", _number("pickup_p99_ms", "{:.1f}")),
+    ("polled p50/p99 ms", _pair("polled_pickup_p50_ms", "polled_pickup_p99_ms")),
+    ("stmts/job", _number("stmts_per_job", "{:.2f}")),
+    ("commits/job", _number("commits_per_job", "{:.2f}")),
+    ("idle stmts/s", _number("idle_stmts_per_s", "{:.1f}")),
+    ("client CPU ms/job ours/base", _pair("cpu_ms_per_job", "baseline_cpu_ms_per_job", "{:.2f}")),
+    ("server CPU ms/job ours/base", _pair("server_cpu_ms_per_job",
+                                          "baseline_server_cpu_ms_per_job", "{:.2f}")),
+    ("parent RSS MiB", _number("parent_rss_mib", "{:.1f}")),
+    ("child RSS/USS MiB", _pair("child_rss_mib", "child_uss_mib")),
+)
+MYSQL_ONLY = ("baseline_jobs_per_s", "ratio", "stmts_per_job", "commits_per_job",
+              "idle_stmts_per_s", "baseline_cpu_ms_per_job", "server_cpu_ms_per_job",
+              "baseline_server_cpu_ms_per_job")
+
+NOTES = (
+    "ours: the real supervisor (prefork-queue run) with N children; jobs/s from the enqueue "
+    "commit until no job is left unfinished.",
+    "pickup: enqueue to handler start with idle workers, one job at a time, enqueued through "
+    "the store, which rings this host's supervisors (a doorbell); polled: enqueued as an "
+    "application does (prefork.enqueue on its own connection) or another host would, so "
+    "only the supervisor's poll finds it, at random times over a poll interval.",
+    "client CPU ms/job: user + system time of the processes working the queue (ours: the "
+    "parent and its children; base: the baseline's processes) during the throughput run; "
+    "server CPU ms/job: the database server's, when it runs on this host (all of its work).",
+    "child RSS/USS: the largest child; USS is what a child does not share with the parent "
+    "(copy-on-write pages it has not touched count only in RSS).",
+)
+MYSQL_NOTES = (
+    "baseline: the textbook loop (one job per claim transaction, a second transaction to "
+    "complete, 250 ms idle polls) in N processes, same jobs, same measurement.",
+    "stmts/job (Questions) and commits/job (Com_commit: explicit COMMITs; an autocommit "
+    "write commits too but is not counted) are server-wide deltas during ours' throughput "
+    "run, the bench's own statements taken out; idle stmts/s likewise, with the queue empty.",
+)
+
+BUSY_SERVER = 1.0           # stmts/s of other clients worth a warning
+FOOTER_WIDTH = 100
+
+
+def make_row(workers, ours, baseline):
+    """One row: `ours` is an OursRun, `baseline` a Throughput or None (SQLite)."""
+    row = {"workers": workers}
+    row.update(_speed(ours.throughput, baseline))
+    row.update(_pickups(ours))
+    row.update(_database_load(ours, baseline))
+    row.update(_resources(ours, baseline))
+    return row
+
+
+def _speed(ours, baseline):
+    return {"enqueue_per_s": ours.enqueue_per_s,
+            "ours_jobs_per_s": ours.jobs_per_s,
+            "baseline_jobs_per_s": baseline.jobs_per_s if baseline else None,
+            "ratio": ours.jobs_per_s / baseline.jobs_per_s if baseline else None,
+            "baseline_enqueue_per_s": baseline.enqueue_per_s if baseline else None}
+
+
+def _pickups(ours):
+    return {"pickup_p50_ms": _percentile_or_none(ours.pickups, 50),
+            "pickup_p99_ms": _percentile_or_none(ours.pickups, 99),
+            "polled_pickup_p50_ms": _percentile_or_none(ours.polled_pickups, 50),
+            "polled_pickup_p99_ms": _percentile_or_none(ours.polled_pickups, 99)}
+
+
+def _percentile_or_none(values, pct):
+    return percentile(values, pct) if values else None
+
+
+def _database_load(ours, baseline):
+    """Server counters per job (ours, and the baseline's for comparison), idle load."""
+    throughput = ours.throughput
+    return {"stmts_per_job": throughput.per_job("Questions"),
+            "commits_per_job": throughput.per_job("Com_commit"),
+            "idle_stmts_per_s": ours.idle_stmts_per_s,
+            "background_stmts_per_s": ours.background_stmts_per_s,
+            "handler_commits_per_job": throughput.per_job("Handler_commit"),
+            "redo_log_writes_per_job": throughput.per_job("Innodb_log_writes"),
+            "baseline_stmts_per_job": baseline.per_job("Questions") if baseline else None,
+            "baseline_commits_per_job": baseline.per_job("Com_commit") if baseline else None}
+
+
+def _resources(ours, baseline):
+    """CPU per job (client processes, and the server when local) and memory."""
+    cpu = ours.throughput.cpu_ms_per_job
+    baseline_cpu = baseline.cpu_ms_per_job if baseline else {}
+    return {"cpu_ms_per_job": cpu["parent"] + cpu["children"],
+            "parent_cpu_ms_per_job": cpu["parent"],
+            "baseline_cpu_ms_per_job": baseline_cpu.get("children"),
+            "server_cpu_ms_per_job": cpu.get("server"),
+            "baseline_server_cpu_ms_per_job": baseline_cpu.get("server"),
+            "parent_rss_mib": ours.memory.get("parent_rss"),
+            "child_rss_mib": ours.memory.get("child_rss"),
+            "child_uss_mib": ours.memory.get("child_uss")}
+
+
+def render_json(report):
+    return json.dumps(report, indent=2, sort_keys=False)
+
+
+def render_table(report):
+    cells = [[header for header, _ in COLUMNS]]
+    cells += [[text(row) for _, text in COLUMNS] for row in report["rows"]]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths))
+             for line in cells]
+    return "\n".join(lines + [""] + _footer(report))
+
+
+def _footer(report):
+    lines = [f"{report['jobs']} no-op jobs of {report['payload_bytes']} payload bytes per run, "
+             f"{report['pickups']} pickups; backend {report['backend']}."]
+    done = report.get("done_rows")
+    if done:
+        lines.append(f"with {done['rows']:,} done rows in the table: {done['workers']} workers "
+                     f"{done['jobs_per_s']:,.0f} jobs/s = {done['ratio']:.2f}x of the empty "
+                     f"table ({done['empty_jobs_per_s']:,.0f} jobs/s)")
+    if report["backend"] != "mysql":
+        lines.append("baseline, ratio, stmts/job, commits/job, idle stmts/s and the "
+                     "baseline's CPU are MySQL-only.")
+    background = [row["background_stmts_per_s"] for row in report["rows"]
+                  if row.get("background_stmts_per_s") is not None]
+    if background and max(background) >= BUSY_SERVER:
+        lines.append(f"the server had other clients: up to {max(background):,.0f} stmts/s "
+                     "before a run started; the server-wide figures include theirs.")
+    lines += list(report["notes"])
+    return [textwrap.fill(line, FOOTER_WIDTH, initial_indent="- ", subsequent_indent="  ")
+            for line in lines]

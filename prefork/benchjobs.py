@@ -1,0 +1,39 @@
+"""The handlers `prefork-queue bench` runs in the real supervisor (--app prefork.benchjobs).
+
+- `bench.noop` does nothing: what is measured is the queue, not the work.
+- `bench.pickup` measures pickup latency: its payload carries the wall-clock time
+  (time.time()) at which the bench enqueued it; the handler appends the
+  milliseconds from then to now, one number a line, to the file named by
+  PREFORK_BENCH_PICKUP_FILE. Bench and workers must share a host (one clock).
+"""
+import os
+import time
+
+import prefork
+
+NOOP = "bench.noop"
+PICKUP = "bench.pickup"
+PICKUP_FILE_ENV = "PREFORK_BENCH_PICKUP_FILE"
+
+
+@prefork.handler(NOOP)
+def noop(job):
+    pass
+
+
+@prefork.handler(PICKUP)
+def pickup(job):
+    latency_ms = (time.time() - float(job.payload["enqueued_at"])) * 1000.0
+    path = os.environ.get(PICKUP_FILE_ENV)
+    if not path:
+        raise prefork.PermanentError()
+    append_line(path, f"{latency_ms:.3f}\n")
+
+
+def append_line(path, line):
+    """One write with O_APPEND: lines from several children never interleave."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode("ascii"))
+    finally:
+        os.close(fd)

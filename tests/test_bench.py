@@ -1,0 +1,98 @@
+"""`prefork-queue bench` as a user runs it, small, against the test database: the
+report is complete and sane, and nothing of the bench is left behind (rows,
+processes), also after Ctrl-C. Speed is never asserted here."""
+import json
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from conftest import cli_env, run_cli, scalar, wait_until
+from prefork.bench.report import MYSQL_ONLY, ROW_KEYS
+
+SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"
+
+
+def processes_of(queue):
+    """Live processes whose command line or title names the scratch queue."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if queue in " ".join(process.info["cmdline"] or []) and \
+                    process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def assert_sane_row(row, workers, backend="mysql"):
+    assert row["workers"] == workers
+    for key in ROW_KEYS:
+        if backend == "mysql" or key not in MYSQL_ONLY:
+            assert row[key] is not None, key
+            assert row[key] >= 0 if key == "idle_stmts_per_s" else row[key] > 0, key
+    assert row["pickup_p50_ms"] <= row["pickup_p99_ms"]
+    assert row["polled_pickup_p50_ms"] <= row["polled_pickup_p99_ms"]
+    assert row["child_uss_mib"] <= row["child_rss_mib"]
+
+
+def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
+    result = run_cli("bench", "--workers", "2", "--jobs", "300", "--pickups", "10", "--json",
+                     dsn=migrated, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["backend"] == "mysql" and report["jobs"] == 300
+    assert report["columns"] == list(ROW_KEYS) and report["mysql_only"] == []
+    [row] = report["rows"]
+    assert_sane_row(row, 2)
+    assert row["commits_per_job"] >= 0.5 and row["baseline_commits_per_job"] >= 1.5
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert processes_of(report["queue"]) == []
+
+
+def test_bench_on_sqlite_prints_the_table_and_says_what_is_mysql_only(sqlite_migrated):
+    result = run_cli("bench", "--workers", "1,2", "--jobs", "100", "--pickups", "5",
+                     dsn=sqlite_migrated, timeout=300)
+    assert result.returncode == 0, result.stderr
+    header, first, second = result.stdout.splitlines()[:3]
+    assert header.split()[:3] == ["workers", "enqueue/s", "ours"]
+    assert first.split()[0] == "1" and second.split()[0] == "2"
+    assert "MySQL-only" in result.stdout
+    as_json = run_cli("bench", "--workers", "1", "--jobs", "50", "--pickups", "3", "--json",
+                      dsn=sqlite_migrated, timeout=300)
+    report = json.loads(as_json.stdout)
+    assert_sane_row(report["rows"][0], 1, backend="sqlite")
+    assert all(report["rows"][0][key] is None for key in MYSQL_ONLY)
+    assert report["mysql_only"] == list(MYSQL_ONLY)
+
+
+def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, clean_db):
+    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "2",
+                              "--jobs", "20000", "--json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=cli_env(migrated))
+    try:
+        queue = wait_until(lambda: scalar(clean_db, "SELECT MIN(queue) FROM prefork_jobs"
+                                                    " WHERE queue LIKE 'bench-%%'"),
+                           timeout=60, message="the bench to enqueue its batch")
+        assert processes_of(queue), "the supervisor should be running"
+        bench.send_signal(signal.SIGINT)
+        out, err = bench.communicate(timeout=60)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
+    assert bench.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert out == ""
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    wait_until(lambda: not processes_of(queue), timeout=10, message="bench processes to end")
+
+
+def test_bench_refuses_bad_worker_counts_and_done_rows_on_sqlite(sqlite_migrated):
+    bad = run_cli("bench", "--workers", "2,0", dsn=sqlite_migrated)
+    assert bad.returncode == 2 and "at least 1" in bad.stderr
+    mysql_only = run_cli("bench", "--done-rows", "1000", dsn=sqlite_migrated)
+    assert mysql_only.returncode == 2 and "MySQL-only" in mysql_only.stderr
+    assert "Traceback" not in bad.stderr + mysql_only.stderr
