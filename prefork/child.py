@@ -77,7 +77,8 @@ def _child_main(spec):
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
 
     def on_state(state, job=None, outcome=None):
-        title.show(state, job if state == "busy" else None)
+        if state != "held":
+            title.show(state, job if state == "busy" else None)
         if not reporter.send(_message(state, job, outcome)):
             worker.request_stop()  # the parent is gone
 
@@ -87,7 +88,8 @@ def _child_main(spec):
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})
     try:
-        worker.run(should_retire=lambda: retire.reason(worker.processed))
+        worker.run(max_jobs=spec.max_items or None,
+                   should_retire=lambda: retire.reason(worker.processed))
     except driver_errors() as exc:
         event("worker_fatal", level=logging.ERROR, error=error_class(exc))
         return FATAL_EXIT
@@ -110,6 +112,8 @@ def _message(state, job, outcome):
                 "queue": job.queue}
     if state == "waiting":   # no job ready: wake me when there is one
         return {"e": "waiting"}
+    if state == "held":      # claimed in a batch, not started: job is the list of them
+        return {"e": "held", "jobs": [[held.id, held.lease_token] for held in job]}
     return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}
 
 

@@ -15,6 +15,7 @@ class ChildProcess:
         self.ready = False
         self.waiting = False        # idle, with no job ready when it last looked
         self.job = None             # {"id", "token", "type", "since"} while busy
+        self.held = {}              # {job id: token} claimed in a batch, not started
         self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
         self.stop_cause = None      # why we told it to stop; None while it is wanted
         self.kill_reason = None     # why we killed it, if we did
@@ -44,7 +45,10 @@ class ChildProcess:
         kind = message["e"]
         if kind == "ready":
             self.ready = True
+        elif kind == "held":
+            self.held = dict(message["jobs"])
         elif kind == "busy":
+            self.held.pop(message["id"], None)
             self.waiting = False
             self.job = {"id": message["id"], "token": message["token"], "type": message["type"],
                         "queue": message["queue"], "since": time.monotonic()}

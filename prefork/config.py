@@ -121,6 +121,9 @@ SETTINGS = [
             "with @prefork.handler.", "worker", metavar="MODULES"),
     Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2"),
+    Setting("claim_batch", _positive_int, 8, "Most jobs a worker claims in one transaction "
+            "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
+            "claimed one at a time). 1 turns batching off.", "worker", metavar="N"),
     Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "
             "workers are idle: the supervisor looks once for all its children (jobs enqueued on "
             "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),

@@ -232,6 +232,10 @@ class Supervisor:
         if child.job is not None:
             self.upkeep.hand_back(child.job, child.kill_reason or status_text, child.charge_job)
             child.job = None
+        for job_id, token in child.held.items():   # never started: not the jobs' fault
+            self.upkeep.hand_back({"id": job_id, "token": token},
+                                  f"{child.kill_reason or status_text} before it started", False)
+        child.held = {}
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
         boot_failure = not child.ready and not child.stopping
         reason = child.kill_reason or child.stop_cause or ("boot failure" if boot_failure
@@ -374,6 +378,7 @@ class Supervisor:
         due = now - self.config.lease_seconds / 3
         leases = [(c.job["id"], c.job["token"]) for c in self.children.values()
                   if c.job and c.job["since"] <= due]
+        leases += [held for c in self.children.values() for held in c.held.items()]
         if leases:
             self.upkeep.extend(leases)
 

@@ -7,6 +7,7 @@ calls request_stop() (a flag, safe from a signal handler).
 """
 import signal
 import time
+from collections import deque
 from contextlib import contextmanager
 
 from . import registry
@@ -16,6 +17,11 @@ from .retry import RetryPolicy
 from .wakeup import Waker
 
 FIRST_IDLE_SLEEP = 0.05
+# Seconds of expected work a worker may hold in claimed, unstarted jobs. Fast
+# jobs are claimed in batches (one commit for many claims); slow ones one at
+# a time, so that a batch never makes siblings idle while its jobs wait.
+HOLD_BUDGET = 0.05
+JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
 
 
 class Worker:
@@ -33,6 +39,9 @@ class Worker:
         self.stopping = False
         self.running_handler = False
         self.processed = 0
+        self.held = deque()             # claimed in a batch, not started yet
+        self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
+        self.claim_cap = None           # at most this many jobs left to run (None: no cap)
         # on_state(state, job, outcome): lets the owner mirror what we do
         # (titles, the parent's pipe). outcome is set when a job just ended.
         self.on_state = on_state or (lambda state, job=None, outcome=None: None)
@@ -63,6 +72,7 @@ class Worker:
             return not (self.stopping or enough())
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
+        self.claim_cap = 1 if once else max_jobs
         idle_sleep = self.idle_sleeps[0]
         job, queue_empty = None, False
         while not self.stopping:
@@ -81,13 +91,45 @@ class Worker:
             self.on_state("idle", None, outcome)
             if job is None and enough():
                 break
+        self.release_held()
         event("worker_stopped", processed=self.processed, worker=self.identity)
         return self.processed
 
     def claim_next(self):
-        jobs = self.store.claim(self.config.queues, self.identity, self.config.lease_seconds,
-                                process_id=self.process_id)
-        return jobs[0] if jobs else None
+        if self.held:
+            return self.held.popleft()
+        return self.take(self.store.claim(self.config.queues, self.identity,
+                                          self.config.lease_seconds, limit=self.batch_size(),
+                                          process_id=self.process_id))
+
+    def batch_size(self):
+        """How many jobs to claim at once: as many as fit the hold budget at the
+        recent job time, within claim_batch and what is left to run."""
+        size = int(HOLD_BUDGET / max(self.job_seconds, 1e-4))
+        if self.claim_cap is not None:
+            size = min(size, self.claim_cap - self.processed)
+        return max(1, min(self.config.claim_batch, size))
+
+    def take(self, jobs):
+        """The first claimed job; the others are held, and the owner told about them
+        (the parent extends their leases and gives them back should we die)."""
+        if not jobs:
+            return None
+        first, *rest = jobs
+        if rest:
+            self.held.extend(rest)
+            self.on_state("held", list(self.held))
+        return first
+
+    def release_held(self):
+        """Give back claimed, unstarted jobs with their attempts restored."""
+        if not self.held:
+            return
+        while self.held:
+            job = self.held.popleft()
+            if self.store.release(job):
+                event("claim_released", job_id=job.id, type=job.type)
+        self.on_state("held", [])
 
     def process(self, job, chain_next=lambda: False):
         """Run one claimed job to its recorded outcome: done, retry, dead, lost or released.
@@ -102,23 +144,25 @@ class Worker:
                 event("claim_released_on_shutdown", job_id=job.id, type=job.type)
             return "released", None, False
         self.processed += 1
-        self.on_state("busy", job)   # first: the parent must know what we hold
+        self.on_state("busy", job)   # first: the parent must know what we run
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         started = time.monotonic()
         try:
             self.run_handler(job)
         except Exception as exc:  # a handler's failure is the job's, not the worker's
+            self.time_job(started)
             return self.record_handler_error(job, exc), None, False
         except QuickStop:
             return self.release_interrupted(job), None, False
+        self.time_job(started)
         next_job, tried_next = None, False
         if job.finished:
             completed = True
-        elif chain_next():
-            completed, next_job = self.store.complete_and_claim(
+        elif chain_next() and not self.held:
+            completed, claimed = self.store.complete_and_claim(
                 job, self.config.queues, self.identity, self.config.lease_seconds,
-                process_id=self.process_id)
-            tried_next = True
+                process_id=self.process_id, limit=self.batch_size())
+            next_job, tried_next = self.take(claimed), True
         else:
             completed = self.store.complete(job)
         if not completed:
@@ -126,6 +170,15 @@ class Worker:
         event("job_completed", job_id=job.id, type=job.type,
               elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         return "done", next_job, tried_next and next_job is None
+
+    def time_job(self, started):
+        """Fold the job's time into the running average. After a job slower than
+        the hold budget, held jobs are given back: siblings may take them now
+        instead of after our next slow job."""
+        seconds = time.monotonic() - started
+        self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
+        if seconds > HOLD_BUDGET:
+            self.release_held()
 
     def record_handler_error(self, job, exc):
         if isinstance(exc, LeaseLost):

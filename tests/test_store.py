@@ -346,13 +346,13 @@ def test_complete_and_claim_finishes_one_job_and_reserves_the_next(backend_store
     first = s.enqueue(new_job("noop", queue="high"))
     second = s.enqueue(new_job("noop", queue="low"))
     job = claim_one(s, queues=("high", "low"))
-    completed, next_job = s.complete_and_claim(job, ["high", "low"], WORKER, 30)
+    completed, (next_job,) = s.complete_and_claim(job, ["high", "low"], WORKER, 30)
     assert completed and next_job.id == second and next_job.attempt == 1
     assert db.row(first)["status"] == "done"
     row = db.row(second)
     assert row["status"] == "reserved" and row["lease_token"] == next_job.lease_token
     completed, after_last = s.complete_and_claim(next_job, ["high", "low"], WORKER, 30)
-    assert completed and after_last is None
+    assert completed and after_last == []
 
 
 def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, db):
@@ -360,6 +360,22 @@ def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, d
     job_id = s.enqueue(new_job("noop"))
     stale = claim_one(s, lease=0.1)
     db.sleep(0.2)
-    completed, next_job = s.complete_and_claim(stale, ["default"], WORKER, 30)
-    assert not completed and next_job is None
+    completed, next_jobs = s.complete_and_claim(stale, ["default"], WORKER, 30)
+    assert not completed and next_jobs == []
     assert db.row(job_id)["status"] == "reserved"
+
+
+def test_a_batch_claim_gives_each_job_its_own_token_in_claim_order(backend_store, db):
+    s = backend_store()
+    ids = [s.enqueue(new_job("noop", priority=p)) for p in (3, 1, 2, 0)]
+    first = claim_one(s)
+    assert first.id == ids[3]
+    completed, batch = s.complete_and_claim(first, ["default"], WORKER, 30, limit=5)
+    assert completed and [job.id for job in batch] == [ids[1], ids[2], ids[0]]
+    tokens = {job.lease_token for job in batch}
+    assert len(tokens) == 3 and all(len(token) == 32 for token in tokens)
+    for job in batch:
+        row = db.row(job.id)
+        assert (row["status"], row["lease_token"], row["attempts"], job.attempt) == \
+            ("reserved", job.lease_token, 1, 1)
+    assert s.complete(batch[1]) and not s.complete(first)

@@ -264,3 +264,26 @@ def test_start_fails_cleanly_before_forking(tmp_path, migrated):
     assert result.stderr.count("\n") == 1 and "no_such_module_xyz" in result.stderr
     result = run_cli("run", "--app", "ledger_app", "--workers", "0", dsn=migrated)
     assert result.returncode == 2 and "workers" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor, enqueue,
+                                                                        clean_db):
+    fast = [enqueue("slow_ledger", {"seconds": 0}, key=f"fast{n}") for n in range(12)]
+    slow = enqueue("slow_ledger", {"seconds": 60}, key="slow", priority=1)
+    behind = [enqueue("slow_ledger", {"seconds": 0}, key=f"behind{n}", priority=2)
+              for n in range(4)]
+    sup = supervisor("--workers", "1", "--claim-batch", "8", "--retry-base", "60")
+    pid = busy_child(sup, slow)
+    held = wait_until(lambda: all(job_row(clean_db, j)["status"] == "reserved" for j in behind),
+                      timeout=5, message="the jobs behind the slow one claimed in its batch")
+    assert held and all(job_row(clean_db, j)["status"] == "done" for j in fast)
+    psutil.Process(pid).kill()
+    wait_until(lambda: all(job_row(clean_db, j)["status"] == "done" for j in behind), timeout=10,
+               message="the held jobs run by the replacement")
+    for job_id in behind:   # given back unused: their one attempt is the replacement's
+        row = job_row(clean_db, job_id)
+        assert (row["attempts"], row["crashes"]) == (1, 0), row
+        assert row["last_error"] == "worker stopped: SIGKILL before it started"
+    row = job_row(clean_db, slow)
+    assert (row["status"], row["crashes"], row["last_error"]) == \
+        ("ready", 1, "worker died: SIGKILL")

@@ -99,8 +99,9 @@ class Store(abc.ABC):
         """Mark done if the token matches and the lease is live. False if the lease was lost."""
 
     @abc.abstractmethod
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
-        """complete(job) and claim the next job in one transaction: (completed, Job or None)."""
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
+        """complete(job) and claim up to `limit` next jobs in one transaction:
+        (completed, [Job])."""
 
     @abc.abstractmethod
     def completing(self, job):

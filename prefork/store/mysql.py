@@ -61,22 +61,29 @@ COMPLETE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL, lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
-# A claim is one round trip and one commit: a multi-statement script that
-# locks the next row, reserves it with our token and reads it back after the
-# commit. The reserve is the same statement the textbook loop sends; only the
-# trips between client and server are saved.
-CLAIM_STEPS = (
-    CLAIM_SELECT.replace("SELECT id FROM", "SELECT id INTO @prefork_claimed FROM") + ";"
-    " UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'reserved', attempts = attempts + 1,"
-    " lease_token = %s,"
-    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
-    " process_id = %s, updated_at = UTC_TIMESTAMP(6) WHERE id = @prefork_claimed;")
+# A claim is one round trip and one commit for a whole batch: a multi-statement
+# script that locks the next jobs, reserves them, and reads them back after
+# the commit. Each job gets its own lease token, LEFT(SHA2(secret + id), 32):
+# unpredictable without the claim's random 16-byte secret, unique per job.
+CLAIMED = "JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
 
-# Read back after the commit; attempts - 1 so that claimed_job() sees the
-# row as it was before the reservation, like every other claim path.
+CLAIM_STEPS = (
+    "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
+    + CLAIM_SELECT.replace("LIMIT 1", "LIMIT %s") + ") AS next_jobs;"
+    " UPDATE prefork_jobs AS j JOIN " + CLAIMED + " ON j.id = claimed.id"
+    " SET j.status = 'reserved', j.attempts = j.attempts + 1,"
+    " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
+    " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
+    " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6);")
+
+# Read back after the commit, in claim order; attempts - 1 so that
+# claimed_job() sees each row as it was before the reservation. Then the
+# completion's row count (complete-and-claim), as its own result.
 CLAIM_READ_BACK = (
-    "SELECT @prefork_completed, " + CLAIMED_COLUMNS.replace(" attempts,", " attempts - 1,", 1) +
-    " FROM (SELECT 1) AS one LEFT JOIN prefork_jobs ON prefork_jobs.id = @prefork_claimed")
+    "SELECT " + ", ".join("j." + column.strip() for column in CLAIMED_COLUMNS.split(","))
+    .replace("j.attempts,", "j.attempts - 1,", 1) + ", j.lease_token"
+    " FROM " + CLAIMED + " JOIN prefork_jobs AS j ON j.id = claimed.id"
+    " ORDER BY j.priority, j.available_at, j.id; SELECT @prefork_completed")
 
 CLAIM = ("SET @prefork_claimed = NULL, @prefork_completed = NULL; START TRANSACTION; "
          + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
@@ -88,8 +95,8 @@ READY_COUNT_PART = (
     " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)" + UNPAUSED +
     " ORDER BY priority, available_at, id LIMIT %s)")
 
-# Finish one job and claim the next in one round trip and one commit: the
-# fenced completion's row count is kept for the caller to check.
+# Finish one job and claim the next ones in one round trip and one commit:
+# the fenced completion's row count is kept for the caller to check.
 COMPLETE_AND_CLAIM = (
     "SET @prefork_claimed = NULL; START TRANSACTION; " + COMPLETE + ";"
     " SET @prefork_completed = ROW_COUNT(); " + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
@@ -376,37 +383,41 @@ class MySQLStore(MySQLOperations, Store):
     def claim(self, queues, worker, lease_seconds, limit=1, process_id=None):
         jobs = []
         for queue in queues:
-            while len(jobs) < limit:
-                _, job = self._run_claim(CLAIM, (), queue, worker, lease_seconds, process_id)
-                if job is None:
-                    break
-                jobs.append(job)
+            _, claimed = self._run_claim(CLAIM, (), queue, limit - len(jobs),
+                                         (worker, lease_seconds, process_id))
+            jobs += claimed
+            if len(jobs) >= limit:
+                break
         return jobs
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
-        completed, next_job = self._run_claim(COMPLETE_AND_CLAIM, (job.id, job.lease_token),
-                                              queues[0], worker, lease_seconds, process_id)
-        if next_job is None and len(queues) > 1:
-            next_job = next(iter(self.claim(queues[1:], worker, lease_seconds,
-                                            process_id=process_id)), None)
-        return completed == 1, next_job
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
+        claimant = (worker, lease_seconds, process_id)
+        completed, jobs = self._run_claim(COMPLETE_AND_CLAIM, (job.id, job.lease_token),
+                                          queues[0], limit, claimant)
+        if not jobs and len(queues) > 1:
+            jobs = self.claim(queues[1:], worker, lease_seconds, limit, process_id)
+        return completed == 1, jobs
 
-    def _run_claim(self, script, leading_args, queue, worker, lease_seconds, process_id):
-        """Run a claim script; returns (completed row count or None, Job or None)."""
-        token = secrets.token_hex(16)
-        args = leading_args + (queue, queue, token, _micros(lease_seconds), worker, process_id)
-        row = self._retry_contention(lambda: self._script_result(script, args))
-        completed, job_row = row[0], row[1:]
-        job = claimed_job(job_row, token, self) if job_row[0] is not None else None
-        return completed, job
+    def _run_claim(self, script, leading_args, queue, limit, claimant):
+        """Run a claim script for up to `limit` jobs of one queue; returns
+        (completed row count or None, [Job])."""
+        worker, lease_seconds, process_id = claimant
+        args = leading_args + (queue, queue, limit, secrets.token_hex(16),
+                               _micros(lease_seconds), worker, process_id)
+        rows, ((completed,),) = self._retry_contention(lambda: self._script_results(script, args))
+        return completed, [claimed_job(row[:-1], row[-1], self) for row in rows]
 
-    def _script_result(self, script, args):
-        """Run a multi-statement script; the last statement's single row."""
+    def _script_results(self, script, args):
+        """Run a multi-statement script; the rows of the statements that return any
+        (the reads), as a list of lists."""
+        results = []
         with self.conn.cursor() as cursor:
             cursor.execute(script, args)
-            while cursor.nextset():   # stays on the last result when there is no next
-                pass
-            return cursor.fetchone()
+            while True:
+                if cursor.description is not None:
+                    results.append(cursor.fetchall())
+                if not cursor.nextset():
+                    return results
 
     def _rollback_quietly(self):
         # A failed statement stops the script where it is, maybe inside its

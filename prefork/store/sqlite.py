@@ -473,14 +473,14 @@ class SQLiteStore(SQLiteOperations, Store):
             times = _times(_utc_now(), lease_until=lease_seconds)
             return self._reserve(cursor, queues, (worker, process_id), limit, times)
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None):
+    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
         # One lock and one commit instead of two: on SQLite the commit is the cost.
         with self._write() as cursor:
             times = _times(_utc_now(), lease_until=lease_seconds)
             cursor.execute(COMPLETE, {**_lease(job), **times})
             completed = cursor.rowcount == 1
-            next_jobs = self._reserve(cursor, queues, (worker, process_id), 1, times)
-        return completed, next(iter(next_jobs), None)
+            next_jobs = self._reserve(cursor, queues, (worker, process_id), limit, times)
+        return completed, next_jobs
 
     def _reserve(self, cursor, queues, claimant, limit, times):
         """Claim up to `limit` ready jobs inside the caller's write transaction;
