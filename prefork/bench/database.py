@@ -19,7 +19,7 @@ class BenchDatabase:
         if check_schema:
             self.store.check_schema()
         backend = type(self.store).__module__
-        self.sql = importlib.import_module(backend)     # prefork.store.mysql or .sqlite
+        self.sql = importlib.import_module(backend + "_bench")   # prefork.store.mysql_bench...
         self.is_mysql = backend.endswith(".mysql")
 
     def enqueue_many(self, jobs):

@@ -13,7 +13,7 @@ import psutil
 
 from ..config import SETTINGS
 from ..errors import UserError
-from ..store.mysql import textbook_loop
+from ..store.mysql_bench import textbook_loop
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0

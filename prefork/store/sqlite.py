@@ -622,24 +622,3 @@ def enqueue_on(cursor, new_job):
         return cursor.lastrowid
     return cursor.execute(EXISTING_JOB, params).fetchone()[0]
 
-
-# --- for the benchmark ----------------------------------------------------------------
-# `prefork-queue bench` (prefork/bench/) polls its scratch queue and deletes its
-# rows afterwards (an admin tool). The textbook baseline and the server counters
-# are MySQL's only.
-
-BENCH_UNFINISHED = ("SELECT COUNT(*) FROM prefork_jobs"
-                    " WHERE status IN ('ready', 'reserved') AND queue = :queue")
-
-BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = :queue"
-
-
-def bench_unfinished(store, queue):
-    """How many jobs of `queue` are ready or reserved."""
-    with closing(store._connection().execute(BENCH_UNFINISHED, {"queue": queue})) as cursor:
-        return cursor.fetchone()[0]
-
-
-def bench_delete_queue(store, queue):
-    """Delete every row of a scratch queue; returns how many."""
-    return store._write_one(BENCH_DELETE_QUEUE, {"queue": queue})

@@ -1,0 +1,154 @@
+"""The MySQL side of `prefork-queue bench`: the textbook loop it compares the
+supervisor with (run in the same number of processes on the same jobs), and the
+reads, counters and deletes of its scratch queues. The bench is an admin tool:
+it deletes its own scratch rows, which the worker account of `prefork-queue
+grants` may not (no DELETE)."""
+import json
+import os
+import secrets
+import time
+
+import pymysql
+
+from .mysql import DEADLOCK_CODES, MySQLStore, _error_code, _micros
+# The textbook claim, one job per transaction: BEGIN; this SELECT; TEXTBOOK_RESERVE;
+# COMMIT. It reads the same index as ours, so the comparison is about the loop.
+TEXTBOOK_CLAIM_SELECT = (
+    "SELECT id, payload FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
+
+TEXTBOOK_RESERVE = (
+    "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+
+# The textbook completion, its own transaction: BEGIN; this; COMMIT. Fenced by the token.
+TEXTBOOK_COMPLETE = (
+    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+
+# Jobs of a queue not yet finished, read from the claim index (it shrinks as they finish).
+BENCH_UNFINISHED = (
+    "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved') AND queue = %s")
+
+# Scratch rows go in chunks, so no statement holds a million row locks.
+BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
+
+# Server counters, server-wide and of this connection alone (to subtract the bench's own).
+BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes")
+_COUNTER_FILTER = " WHERE Variable_name IN (" + ", ".join(
+    f"'{name}'" for name in BENCH_COUNTER_NAMES) + ")"
+BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS" + _COUNTER_FILTER
+BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS" + _COUNTER_FILTER
+
+# A big table of finished jobs, made fast: one done row, then copies of itself.
+BENCH_SEED_DONE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, status, attempts, available_at,"
+    " created_at, updated_at, finished_at) VALUES (%s, %s, %s, 'done', 1, UTC_TIMESTAMP(6),"
+    " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+
+BENCH_DOUBLE_DONE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, status, attempts, available_at,"
+    " created_at, updated_at, finished_at) SELECT queue, job_type, payload, status, attempts,"
+    " available_at, created_at, updated_at, finished_at FROM prefork_jobs"
+    " WHERE queue = %s AND status = 'done' LIMIT %s")
+
+TEXTBOOK_IDLE_SLEEP = 0.25      # seconds between polls of an empty queue
+TEXTBOOK_LEASE_SECONDS = 60.0
+BENCH_DELETE_CHUNK = 10_000
+
+
+def textbook_loop(config, queue, stop_when_empty=False, should_stop=None, on_ready=None):
+    """The baseline of `prefork-queue bench`: claim one job per transaction, run the
+    no-op (decode its payload), complete it in a second transaction; sleep 250 ms
+    when the queue is empty. Opens its own connection (call it after a fork), with
+    our session settings. Returns how many jobs it completed."""
+    store = MySQLStore(config)
+    worker = f"{os.uname().nodename}:{os.getpid()}"
+    should_stop = should_stop or (lambda: False)
+    if on_ready:
+        on_ready()
+    completed = 0
+    try:
+        while not should_stop():
+            claimed = _textbook_claim(store.conn, queue, worker)
+            if claimed is None:
+                if stop_when_empty:
+                    break
+                time.sleep(TEXTBOOK_IDLE_SLEEP)
+                continue
+            job_id, payload, token = claimed
+            json.loads(payload)
+            completed += _textbook_complete(store.conn, job_id, token)
+    finally:
+        store.close()
+    return completed
+
+
+def _textbook_claim(conn, queue, worker):
+    """(id, payload, token) of the job reserved, or None; a deadlock counts as nothing found."""
+    token = secrets.token_hex(16)
+    try:
+        conn.begin()
+        with conn.cursor() as cursor:
+            if not cursor.execute(TEXTBOOK_CLAIM_SELECT, (queue,)):
+                conn.commit()
+                return None
+            job_id, payload = cursor.fetchone()
+            cursor.execute(TEXTBOOK_RESERVE, (token, _micros(TEXTBOOK_LEASE_SECONDS), worker,
+                                              job_id))
+        conn.commit()
+    except pymysql.err.OperationalError as exc:
+        conn.rollback()
+        if _error_code(exc) not in DEADLOCK_CODES:
+            raise
+        return None
+    return job_id, payload, token
+
+
+def _textbook_complete(conn, job_id, token):
+    conn.begin()
+    with conn.cursor() as cursor:
+        done = cursor.execute(TEXTBOOK_COMPLETE, (job_id, token))
+    conn.commit()
+    return done
+
+
+def bench_unfinished(store, queue):
+    """How many jobs of `queue` are ready or reserved."""
+    return store._one(BENCH_UNFINISHED, (queue,))[0]
+
+
+def bench_delete_queue(store, queue):
+    """Delete every row of a scratch queue; returns how many."""
+    deleted = 0
+    while True:
+        count = store._rowcount(BENCH_DELETE_QUEUE, (queue, BENCH_DELETE_CHUNK))
+        deleted += count
+        if count < BENCH_DELETE_CHUNK:
+            return deleted
+
+
+def bench_counters(store):
+    """({name: value} server-wide, {name: value} of this connection) for
+    BENCH_COUNTER_NAMES; a counter with no per-connection value shows its
+    server-wide one in the second."""
+    return _status(store, BENCH_GLOBAL_COUNTERS), _status(store, BENCH_SESSION_COUNTERS)
+
+
+def _status(store, sql):
+    with store.conn.cursor() as cursor:
+        cursor.execute(sql)
+        return {name: int(value) for name, value in cursor.fetchall()}
+
+
+def bench_fill_done(store, queue, rows, job_type, payload_text):
+    """Fill `queue` with `rows` done jobs by doubling; yields the count after each step."""
+    store._rowcount(BENCH_SEED_DONE, (queue, job_type, payload_text))
+    have = 1
+    while have < rows:
+        have += store._rowcount(BENCH_DOUBLE_DONE, (queue, min(have, rows - have)))
+        yield have
