@@ -22,7 +22,8 @@ import pytest
 
 from prefork import config as config_module
 from prefork.store.mysql import MySQLStore
-from prefork.store.sqlite import SQLiteStore, decode_times, parse_dsn
+from prefork.store.sqlite import SQLiteStore
+from prefork.store.sqlite_file import decode_times, parse_dsn
 
 BACKENDS = ("mysql", "sqlite")
 

@@ -17,6 +17,7 @@ from prefork.metrics import parse_address, reason_label
 from prefork.errors import UserError
 from prefork.retry import Decision
 from prefork.store import mysql as mysql_backend
+from prefork.store import mysql_bench
 from prefork.store import sqlite as sqlite_backend
 
 APP = ("--app", "prefork.examples")
@@ -236,7 +237,7 @@ def test_queue_stats_oldest_ready_age(backend_store):
 
 def test_mysql_queue_stats_never_read_done_rows(store, clean_db):
     s = store()
-    for _ in mysql_backend.bench_fill_done(s, "q1", 20_000, "noop", "{}"):
+    for _ in mysql_bench.bench_fill_done(s, "q1", 20_000, "noop", "{}"):
         pass
     s.enqueue_many([new_job("noop", queue="q1") for _ in range(5)])
     with clean_db.cursor() as cursor:

@@ -19,7 +19,8 @@ from prefork.jobs import new_job
 from prefork.logs import LOGGER
 from prefork.store import open_store
 from prefork.store.base import packaged_migrations
-from prefork.store.sqlite import SQLiteStore, filesystem_type, network_filesystem, parse_dsn
+from prefork.store.sqlite import SQLiteStore
+from prefork.store.sqlite_file import filesystem_type, network_filesystem, parse_dsn
 from conftest import run_cli
 
 PROCESSES = 8

@@ -1,0 +1,172 @@
+"""The SQLite file itself: its DSN, opening it (WAL, durable commits, a busy
+lock retried every few milliseconds), the filesystem it lives on, and the UTC
+time stamps stored in it. Used by the SQLite store (sqlite.py, sqlite_ops.py)."""
+import logging
+import os
+import random
+import re
+import sqlite3
+import time
+from datetime import datetime, timedelta, timezone
+from urllib.parse import unquote
+
+from ..errors import DatabaseUnavailable, UserError
+from ..logs import event
+
+DSN_PREFIX = "sqlite:///"
+TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
+# SQLite's own busy handler sleeps up to 100 ms between looks at a busy lock,
+# so a process that writes again at once keeps winning it and the sleepers
+# starve (seconds, under a burst of enqueues). So its handler only covers
+# short waits and we look again every few milliseconds.
+SQLITE_BUSY_HANDLER_SECONDS = 0.02
+BUSY_FIRST_PAUSE, BUSY_LONGEST_PAUSE = 0.001, 0.01   # seconds between retries, before jitter
+# Filesystems whose file locking SQLite cannot rely on (see sqlite.org/useovernet.html).
+NETWORK_FILESYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
+    "davfs", "fuse.sshfs", "fuse.glusterfs", "fuse.s3fs", "fuse.rclone", "fuse.cephfs"})
+
+_WARNED = set()
+
+
+# --- DSN, time and connection -----------------------------------------------------
+
+def parse_dsn(dsn):
+    """sqlite:///relative/path.db or sqlite:////absolute/path.db -> an absolute file path."""
+    if not dsn.lower().startswith(DSN_PREFIX):
+        raise UserError("bad DSN: use sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    path, _, options = dsn[len(DSN_PREFIX):].partition("?")
+    path = unquote(path)
+    if options:
+        raise UserError("bad DSN: sqlite DSNs take no options")
+    if not path or path.endswith("/"):
+        raise UserError("bad DSN: name the database file, e.g. sqlite:///prefork-queue.db")
+    if path == ":memory:" or path.startswith("file:"):
+        # Each process would get its own private database: jobs would vanish.
+        raise UserError("bad DSN: the queue needs a database file shared by its processes")
+    return os.path.abspath(path)
+
+
+def _utc_now():
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _stamp(moment):
+    """Naive UTC datetime -> 'YYYY-MM-DD HH:MM:SS.ffffff' (always six fraction digits)."""
+    return moment.isoformat(sep=" ", timespec="microseconds")
+
+
+def _times(now, **offsets):
+    """{'now': ..., name: now + seconds, ...} as stored text, for a statement's parameters."""
+    times = {name: _stamp(now + timedelta(seconds=seconds)) for name, seconds in offsets.items()}
+    times["now"] = _stamp(now)
+    return times
+
+
+def decode_times(row):
+    """Turn the stored time text of a job dict into naive UTC datetimes, in place."""
+    for name in TIME_COLUMNS:
+        if row.get(name) is not None:
+            row[name] = datetime.fromisoformat(row[name])
+    return row
+
+
+def _run_at_utc(run_at):
+    """A job's run_at as naive UTC: aware datetimes are converted, ISO text is parsed."""
+    if isinstance(run_at, str):
+        run_at = datetime.fromisoformat(run_at)
+    if run_at.tzinfo is not None:
+        run_at = run_at.astimezone(timezone.utc).replace(tzinfo=None)
+    return run_at
+
+
+def _is_busy(exc):
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+    return str(exc).startswith(("database is locked", "database table is locked"))
+
+
+def _execute_when_free(conn, sql, params, busy_seconds):
+    """Run a statement that needs a lock another connection may hold, retrying
+    with short jittered pauses until busy_seconds have passed since the first try."""
+    deadline = time.monotonic() + busy_seconds
+    pause = BUSY_FIRST_PAUSE
+    while True:
+        try:
+            return conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(random.uniform(pause / 2, pause))  # jitter: retriers do not collide again
+        pause = min(pause * 2, BUSY_LONGEST_PAUSE)
+
+
+def _connect(path, busy_seconds):
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise DatabaseUnavailable(f"cannot open SQLite database {path}: no directory {folder}")
+    conn = None
+    try:
+        # isolation_level=None: the store issues BEGIN/COMMIT itself.
+        # check_same_thread=False: one thread uses a store at a time, but
+        # another (a test fixture, a supervisor thread) may close it.
+        conn = sqlite3.connect(path, timeout=SQLITE_BUSY_HANDLER_SECONDS, isolation_level=None,
+                               check_same_thread=False)
+        mode = _execute_when_free(conn, "PRAGMA journal_mode = WAL", (), busy_seconds).fetchone()[0]
+        # FULL: a commit the caller was told about survives a power cut (in
+        # WAL mode, NORMAL may lose the last transactions).
+        conn.execute("PRAGMA synchronous = FULL")
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise DatabaseUnavailable(f"cannot open SQLite database {path}: {exc}") from None
+    if mode.lower() != "wal":
+        _warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
+    return conn
+
+
+def _statements(sql):
+    """Split a schema file into statements the way SQLite's own shell does."""
+    statement = ""
+    for line in sql.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            yield statement.strip()
+            statement = ""
+
+
+# --- where the file lives -------------------------------------------------------------
+
+def filesystem_type(path, mounts_text):
+    """The type of the filesystem holding `path`, from /proc/mounts text (None if unknown)."""
+    best_mount, best_type = None, None
+    for line in mounts_text.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        mount_point = re.sub(r"\\([0-7]{3})", lambda code: chr(int(code.group(1), 8)), fields[1])
+        inside = mount_point == "/" or path == mount_point or path.startswith(mount_point + "/")
+        # >=: a later mount on the same point hides the earlier one.
+        if inside and (best_mount is None or len(mount_point) >= len(best_mount)):
+            best_mount, best_type = mount_point, fields[2]
+    return best_type
+
+
+def network_filesystem(path):
+    """The network filesystem type holding `path` (e.g. "nfs4"), or None when it is local."""
+    try:
+        with open("/proc/mounts", encoding="utf-8", errors="replace") as mounts:
+            mounts_text = mounts.read()
+    except OSError:  # not Linux: nothing to tell
+        return None
+    fs_type = filesystem_type(os.path.realpath(os.path.dirname(path)), mounts_text)
+    return fs_type if fs_type in NETWORK_FILESYSTEMS else None
+
+
+def _warn_once(key, name, **fields):
+    """A warning event, once per process (children forked after it stay quiet)."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        event(name, level=logging.WARNING, **fields)
