@@ -126,10 +126,16 @@ class Worker:
         if not self.held:
             return
         while self.held:
-            job = self.held.popleft()
-            if self.store.release(job):
-                event("claim_released", job_id=job.id, type=job.type)
+            self.give_back(self.held.popleft(), "claim_released")
         self.on_state("held", [])
+
+    def give_back(self, job, event_name, **fields):
+        """Release an unstarted (or interrupted) job, its attempt restored; False
+        when it is no longer ours."""
+        if not self.store.release(job):
+            return False
+        event(event_name, job_id=job.id, type=job.type, **fields)
+        return True
 
     def process(self, job, chain_next=lambda: False):
         """Run one claimed job to its recorded outcome: done, retry, dead, lost or released.
@@ -140,8 +146,7 @@ class Worker:
         """
         if self.stopping:
             # The stop won the race with the claim: give the job back unrun.
-            if self.store.release(job):
-                event("claim_released_on_shutdown", job_id=job.id, type=job.type)
+            self.give_back(job, "claim_released_on_shutdown")
             return "released", None, False
         self.processed += 1
         self.on_state("busy", job)   # first: the parent must know what we run
@@ -204,8 +209,7 @@ class Worker:
     def release_interrupted(self, job):
         if job.finished:
             return "done"
-        if self.store.release(job):
-            event("claim_released_on_shutdown", job_id=job.id, type=job.type, interrupted=True)
+        if self.give_back(job, "claim_released_on_shutdown", interrupted=True):
             return "released"
         return self.lease_lost(job)
 

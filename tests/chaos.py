@@ -78,6 +78,7 @@ import pymysql  # noqa: E402
 from prefork import config as config_module  # noqa: E402
 from prefork.jobs import new_job  # noqa: E402
 from prefork.store.mysql import MySQLStore, parse_dsn  # noqa: E402
+from polling import poll_until  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
 JOB_TYPE = "chaos.ledger"
@@ -397,18 +398,6 @@ def supervisor_args(settings, queue, workers):
     if hard_timeout:
         args += ["--hard-timeout", str(hard_timeout)]
     return args
-
-
-def poll_until(predicate, timeout, interval=0.05, message="condition"):
-    """Poll predicate() until truthy; returns its value, or raises TimeoutError."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g}s waiting for {message}")
-        time.sleep(interval)
 
 
 def gone(pid):

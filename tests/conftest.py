@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from polling import poll_until
 
 from prefork import config as config_module
 from prefork.store.mysql import MySQLStore
@@ -53,15 +54,8 @@ def admin_connection(database=None, **overrides):
 
 
 def wait_until(predicate, timeout=10.0, interval=0.02, message="condition"):
-    """Poll `predicate` until it returns a truthy value; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
+    """Poll `predicate` until it returns a truthy value; fail the test after `timeout` seconds."""
+    return poll_until(predicate, timeout, interval, message, error=AssertionError)
 
 
 def _server_up():
