@@ -9,17 +9,16 @@ import re
 import secrets
 import time
 from contextlib import contextmanager
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT, ER
+from pymysql.constants import ER
 
 from ..errors import DatabaseUnavailable, LeaseLost, UserError
 from ..retry import hand_back_decision
 from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
 from .mysql_ops import MySQLOperations
+from .mysql_session import DEADLOCK_CODES, connect, error_code, micros, parse_dsn, redacted
 
-DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CONTENTION_RETRIES = 5
 MIGRATION_LOCK = "prefork_queue_migrate"
 
@@ -197,73 +196,12 @@ WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "p
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
 
 
-# --- DSN and connection --------------------------------------------------------
-
-def parse_dsn(dsn):
-    """mysql://user@host:port/database[?unix_socket=/path] -> connect() keyword arguments."""
-    parts = urlsplit(dsn)
-    if parts.scheme not in ("mysql", "mariadb"):
-        raise UserError(f"bad DSN: scheme must be mysql://, got {parts.scheme or 'none'}")
-    if parts.password is not None:
-        raise UserError("bad DSN: it must not contain a password; set PREFORK_QUEUE_DB_PASSWORD "
-                        "or db_password_file")
-    database = unquote(parts.path.lstrip("/"))
-    if not database or "/" in database:
-        raise UserError("bad DSN: name the database, e.g. mysql://user@127.0.0.1:3306/jobs")
-    try:
-        port = parts.port or 3306
-    except ValueError:
-        raise UserError("bad DSN: the port must be a number") from None
-    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    unknown = set(options) - {"unix_socket"}
-    if unknown:
-        raise UserError(f"bad DSN: unknown option {sorted(unknown)[0]!r}")
-    return {"host": parts.hostname or "127.0.0.1", "port": port,
-            "user": unquote(parts.username or "root"), "database": database,
-            "unix_socket": options.get("unix_socket")}
-
-
-def redacted(dsn_args):
-    where = dsn_args["unix_socket"] or f"{dsn_args['host']}:{dsn_args['port']}"
-    return f"mysql://{dsn_args['user']}@{where}/{dsn_args['database']}"
-
-
-def _micros(seconds):
-    return int(round(seconds * 1_000_000))
-
-
-def _error_code(exc):
-    return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-
-
 class MySQLStore(MySQLOperations, Store):
     def __init__(self, config):
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = f"mysql/{self.dsn_args['database']}"
         self.config = config
-        self.conn = self._connect(config.password())
-
-    def _connect(self, password):
-        config = self.config
-        try:
-            # Multi-statement scripts make a claim one round trip (see CLAIM);
-            # every value in them is still a bound parameter.
-            conn = pymysql.connect(
-                password=password or "", charset="utf8mb4", autocommit=True,
-                client_flag=CLIENT.MULTI_STATEMENTS,
-                connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
-                write_timeout=config.write_timeout,
-                init_command=(f"SET time_zone = '+00:00',"
-                              f" innodb_lock_wait_timeout = {int(config.lock_wait_timeout)},"
-                              f" lock_wait_timeout = {int(config.lock_wait_timeout)}"),
-                **self.dsn_args)
-            with conn.cursor() as cursor:
-                cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                _bound_idle_transactions(cursor, config.lease_seconds)
-        except pymysql.err.MySQLError as exc:
-            reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
-            raise DatabaseUnavailable(f"cannot connect to {redacted(self.dsn_args)}: {reason}") from None
-        return conn
+        self.conn = connect(config, self.dsn_args, config.password())
 
     def close(self):
         try:
@@ -302,7 +240,7 @@ class MySQLStore(MySQLOperations, Store):
                 return action()
             except pymysql.err.OperationalError as exc:
                 self._rollback_quietly()
-                if _error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
+                if error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
                     raise
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
 
@@ -352,7 +290,7 @@ class MySQLStore(MySQLOperations, Store):
                 cursor.execute(SCHEMA_VERSIONS)
                 applied = {row[0] for row in cursor.fetchall()}
         except pymysql.err.ProgrammingError as exc:
-            if _error_code(exc) == ER.NO_SUCH_TABLE:
+            if error_code(exc) == ER.NO_SUCH_TABLE:
                 raise UserError(f"no queue schema in {redacted(self.dsn_args)}: "
                                 "run `prefork-queue migrate`") from None
             raise
@@ -403,7 +341,7 @@ class MySQLStore(MySQLOperations, Store):
         (completed row count or None, [Job])."""
         worker, lease_seconds, process_id = claimant
         args = leading_args + (queue, queue, limit, secrets.token_hex(16),
-                               _micros(lease_seconds), worker, process_id)
+                               micros(lease_seconds), worker, process_id)
         rows, ((completed,),) = self._retry_contention(lambda: self._script_results(script, args))
         return completed, [claimed_job(row[:-1], row[-1], self) for row in rows]
 
@@ -448,20 +386,20 @@ class MySQLStore(MySQLOperations, Store):
 
     def fail(self, job, error, decision):
         status = "dead" if decision.dead else "ready"
-        return self._rowcount(FAIL, (status, error[:500], _micros(decision.delay), status,
+        return self._rowcount(FAIL, (status, error[:500], micros(decision.delay), status,
                                      job.id, job.lease_token)) == 1
 
     def release(self, job):
         return self._rowcount(RELEASE, (job.id, job.lease_token)) == 1
 
     def extend(self, job, lease_seconds):
-        return self._rowcount(EXTEND, (_micros(lease_seconds), job.id, job.lease_token)) == 1
+        return self._rowcount(EXTEND, (micros(lease_seconds), job.id, job.lease_token)) == 1
 
     def extend_many(self, leases, lease_seconds):
         if not leases:
             return 0
         pairs = " OR ".join(["(id = %s AND lease_token = %s)"] * len(leases))
-        args = [_micros(lease_seconds)] + [value for pair in leases for value in pair]
+        args = [micros(lease_seconds)] + [value for pair in leases for value in pair]
         return self._rowcount(EXTEND_MANY.format(pairs=pairs), args)
 
     def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
@@ -472,7 +410,7 @@ class MySQLStore(MySQLOperations, Store):
             status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
                                                      policy, max_crashes, charge)
             cursor.execute(HAND_BACK, (status, 0 if charge else 1, 1 if charge else 0, error[:500],
-                                       _micros(delay), status, job_id))
+                                       micros(delay), status, job_id))
             return status
 
     def recover_expired(self, limit=100):
@@ -520,19 +458,6 @@ class MySQLStore(MySQLOperations, Store):
             return queue_figures(queues, cursor.fetchall())
 
 
-def _bound_idle_transactions(cursor, seconds):
-    """End a transaction left idle longer than a lease (MariaDB). A worker whose
-    host vanished inside job.transaction() would otherwise keep its job's row
-    locked until the server notices the dead connection (hours), and recovery,
-    which skips locked rows, could not return the job when its lease ends.
-    MySQL 8 has no such setting; there the lock lasts until wait_timeout."""
-    try:
-        cursor.execute("SET SESSION idle_transaction_timeout = %s", (max(1, int(seconds + 0.999)),))
-    except pymysql.err.MySQLError as exc:
-        if _error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
-            raise
-
-
 def _split_statements(sql):
     """Split a schema file on semicolons that end a line (our files have no procedures)."""
     lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
@@ -541,7 +466,7 @@ def _split_statements(sql):
 
 def _enqueue_args(new_job):
     return (new_job.queue, new_job.type, new_job.payload_text, new_job.key, new_job.priority,
-            new_job.max_attempts, new_job.run_at, _micros(new_job.delay))
+            new_job.max_attempts, new_job.run_at, micros(new_job.delay))
 
 
 def enqueue_on(cursor, new_job):

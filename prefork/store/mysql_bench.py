@@ -10,7 +10,8 @@ import time
 
 import pymysql
 
-from .mysql import DEADLOCK_CODES, MySQLStore, _error_code, _micros
+from .mysql import MySQLStore
+from .mysql_session import DEADLOCK_CODES, error_code, micros
 # The textbook claim, one job per transaction: BEGIN; this SELECT; TEXTBOOK_RESERVE;
 # COMMIT. It reads the same index as ours, so the comparison is about the loop.
 TEXTBOOK_CLAIM_SELECT = (
@@ -98,12 +99,12 @@ def _textbook_claim(conn, queue, worker):
                 conn.commit()
                 return None
             job_id, payload = cursor.fetchone()
-            cursor.execute(TEXTBOOK_RESERVE, (token, _micros(TEXTBOOK_LEASE_SECONDS), worker,
+            cursor.execute(TEXTBOOK_RESERVE, (token, micros(TEXTBOOK_LEASE_SECONDS), worker,
                                               job_id))
         conn.commit()
     except pymysql.err.OperationalError as exc:
         conn.rollback()
-        if _error_code(exc) not in DEADLOCK_CODES:
+        if error_code(exc) not in DEADLOCK_CODES:
             raise
         return None
     return job_id, payload, token

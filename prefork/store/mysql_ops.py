@@ -6,6 +6,7 @@ Every time is the server's UTC_TIMESTAMP(6), so hosts with skewed clocks agree.
 import pymysql
 
 from .base import SILENT_SUPERVISOR_ERROR
+from .mysql_session import micros
 
 REGISTER = (
     "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"
@@ -94,10 +95,6 @@ PRUNE_PROCESSES = (
 DISCARD_DEAD = "DELETE FROM prefork_jobs WHERE status = 'dead' AND id IN ({ids})"
 
 
-def _micros(seconds):
-    return int(round(seconds * 1_000_000))
-
-
 class MySQLOperations:
     # -- the supervisor registry -----------------------------------------------
 
@@ -115,7 +112,7 @@ class MySQLOperations:
 
     def prune_silent(self, silent_seconds, limit=10):
         pruned = []
-        for (process_id,) in self._all(SILENT, (_micros(silent_seconds), limit)):
+        for (process_id,) in self._all(SILENT, (micros(silent_seconds), limit)):
             returned = self._retry_contention(
                 lambda: self._prune_one(process_id, silent_seconds))
             if returned is not None:
@@ -124,7 +121,7 @@ class MySQLOperations:
 
     def _prune_one(self, process_id, silent_seconds):
         with self._transaction() as cursor:
-            if cursor.execute(MARK_PRUNED, (process_id, _micros(silent_seconds))) != 1:
+            if cursor.execute(MARK_PRUNED, (process_id, micros(silent_seconds))) != 1:
                 return None   # it beat again, or another supervisor got there first
             return cursor.execute(RETURN_JOBS_OF, (SILENT_SUPERVISOR_ERROR, process_id))
 
@@ -148,18 +145,18 @@ class MySQLOperations:
             cursor.execute(RUNNING_PROCESSES)
             processes = cursor.fetchall()
         live = self._all(LIVE_COUNTS)
-        done = dict(self._all(DONE_SINCE, (_micros(done_window_seconds),)))
+        done = dict(self._all(DONE_SINCE, (micros(done_window_seconds),)))
         paused = {row[0] for row in self._all(PAUSED_QUEUES)}
         return processes, live, done, paused
 
     def count_finished(self, status, older_than_seconds):
-        return self._one(COUNT_FINISHED, (status, _micros(older_than_seconds)))[0]
+        return self._one(COUNT_FINISHED, (status, micros(older_than_seconds)))[0]
 
     def prune_finished(self, status, older_than_seconds, batch=1000):
-        return self._rowcount(PRUNE_FINISHED, (status, _micros(older_than_seconds), batch))
+        return self._rowcount(PRUNE_FINISHED, (status, micros(older_than_seconds), batch))
 
     def prune_processes(self, older_than_seconds, batch=1000):
-        return self._rowcount(PRUNE_PROCESSES, (_micros(older_than_seconds), batch))
+        return self._rowcount(PRUNE_PROCESSES, (micros(older_than_seconds), batch))
 
     def discard_dead(self, job_ids):
         if not job_ids:
