@@ -10,18 +10,21 @@ Application API:
             cursor.execute("INSERT INTO reports ...", (...))
 
     prefork.enqueue(conn, "report.generate", {"id": 7}, key="report-7")
+    conn.commit()
+    prefork.notify(conn)   # optional: wake this host's idle workers now
 
 `conn` and `cursor` are the backend's own: PyMySQL (%s placeholders) or, with a
 sqlite:/// DSN, sqlite3 (? placeholders).
 """
 from contextlib import closing
 
+from . import doorbell
 from .errors import LeaseLost, PermanentError
 from .jobs import Job, new_job
 from .registry import handler
 
 __version__ = "0.1.0"
-__all__ = ["handler", "enqueue", "Job", "PermanentError", "LeaseLost"]
+__all__ = ["handler", "enqueue", "notify", "Job", "PermanentError", "LeaseLost"]
 
 
 def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
@@ -33,14 +36,21 @@ def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.
                   priority=priority, max_attempts=max_attempts,
                   max_payload_bytes=max_payload_bytes)
     with closing(conn.cursor()) as cursor:
-        return _enqueue_on_for(conn)(cursor, job)
+        return _backend_for(conn).enqueue_on(cursor, job)
 
 
-def _enqueue_on_for(conn):
-    """The enqueue_on of the backend that speaks `conn`'s dialect (its SQL stays there)."""
+def notify(conn, queue="default", jobs=1):
+    """Call after the transaction holding your enqueue()s commits: the supervisors of
+    this host wake `jobs` idle workers for `queue` at once, instead of finding the
+    jobs at their next poll. Best effort; no supervisor listening is no error."""
+    doorbell.ring(_backend_for(conn).bell_key_of(conn), {queue: jobs})
+
+
+def _backend_for(conn):
+    """The store module that speaks `conn`'s dialect (its SQL stays there)."""
     import sqlite3
     if isinstance(conn, sqlite3.Connection):
-        from .store.sqlite import enqueue_on
+        from .store import sqlite as backend
     else:
-        from .store.mysql import enqueue_on
-    return enqueue_on
+        from .store import mysql as backend
+    return backend

@@ -77,7 +77,7 @@ def _child_main(spec):
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
 
     def on_state(state, job=None, outcome=None):
-        if state != "held":
+        if state not in ("held", "saved"):
             title.show(state, job if state == "busy" else None)
         if not reporter.send(_message(state, job, outcome)):
             worker.request_stop()  # the parent is gone
@@ -114,6 +114,8 @@ def _message(state, job, outcome):
         return {"e": "waiting"}
     if state == "held":      # claimed in a batch, not started: job is the list of them
         return {"e": "held", "jobs": [[held.id, held.lease_token] for held in job]}
+    if state == "saved":     # the unsaved completions are written: job is the ids lost
+        return {"e": "saved", "lost": job}
     return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}
 
 

@@ -16,6 +16,8 @@ class ChildProcess:
         self.waiting = False        # idle, with no job ready when it last looked
         self.job = None             # {"id", "token", "type", "since"} while busy
         self.held = {}              # {job id: token} claimed in a batch, not started
+        # {job id: finished job} run to success, completion not yet written by the child
+        self.unsaved = {}
         self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
         self.stop_cause = None      # why we told it to stop; None while it is wanted
         self.kill_reason = None     # why we killed it, if we did
@@ -40,8 +42,8 @@ class ChildProcess:
         return [json.loads(line) for line in lines if line]
 
     def apply(self, message):
-        """Update what we know from one message; returns the finished job's outcome
-        message for the "idle" message that ends a job, else None."""
+        """Update what we know from one message; returns the jobs it tells us are
+        finished (each the job's dict with its outcome and seconds), often none."""
         kind = message["e"]
         if kind == "ready":
             self.ready = True
@@ -55,13 +57,27 @@ class ChildProcess:
         elif kind == "waiting":
             self.waiting = True
         elif kind == "idle":
-            finished, self.job = self.job, None
-            if finished and message.get("outcome"):
-                return dict(finished, outcome=message["outcome"],
-                            seconds=time.monotonic() - finished["since"])
+            return self._job_ended(message.get("outcome"))
+        elif kind == "saved":
+            lost = set(message["lost"])
+            saved = [dict(job, outcome="lost" if job_id in lost else "done")
+                     for job_id, job in self.unsaved.items()]
+            self.unsaved = {}
+            return saved
         elif kind == "retire":
             self.retire_reason = message["reason"]
-        return None
+        return []
+
+    def _job_ended(self, outcome):
+        finished, self.job = self.job, None
+        if not (finished and outcome):
+            return []
+        ended = time.monotonic()
+        finished = dict(finished, seconds=ended - finished["since"], ended=ended)
+        if outcome == "unsaved":   # its outcome comes with the "saved" message
+            self.unsaved[finished["id"]] = finished
+            return []
+        return [dict(finished, outcome=outcome)]
 
     def wake(self):
         """Tell a waiting child that work is ready."""

@@ -32,6 +32,7 @@ HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGTTIN", "SIGTTOU
 QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
 FIRST_RESTART_BACKOFF = 0.5
 TICK = 1.0                     # longest sleep of the main loop
+WRITE_BEHIND_AFTER = 1.0       # seconds a child's done job may wait for its batch's write
 ROLLING_CAUSES = ("reload", "restart", "max-items", "max-memory")   # replaced one at a time
 
 
@@ -122,6 +123,8 @@ class Supervisor:
         deadlines = [now + TICK, self.next_extend_at]
         deadlines += [observer.next_deadline() for observer in self.observers]
         deadlines += [c.deadline[0] for c in self.children.values() if c.deadline]
+        deadlines += [self._unsaved_since(c) + WRITE_BEHIND_AFTER
+                      for c in self.children.values() if c.unsaved]
         if self.state == "running" and len(self._wanted()) < self.target and not self._probing():
             deadlines.append(self.next_spawn_at)
         if self._waiting_children():
@@ -201,15 +204,17 @@ class Supervisor:
 
     def _handle_messages(self, child):
         for message in child.read_messages():
-            finished = child.apply(message)
             if message["e"] == "ready":
                 self.restart_failures = 0
                 event("worker_ready", pid=child.pid, slot=child.slot,
                       connection=message["connection"])
-            elif finished:
-                self.done += finished["outcome"] == "done"
-                self.dead += finished["outcome"] == "dead"
-                self._notify("job_finished", **finished)
+            for finished in child.apply(message):
+                self._job_finished(finished)
+
+    def _job_finished(self, finished):
+        self.done += finished["outcome"] == "done"
+        self.dead += finished["outcome"] == "dead"
+        self._notify("job_finished", **finished)
 
     def _reap(self):
         while True:
@@ -236,6 +241,11 @@ class Supervisor:
             self.upkeep.hand_back({"id": job_id, "token": token},
                                   f"{child.kill_reason or status_text} before it started", False)
         child.held = {}
+        if child.unsaved and not self._write_unsaved(child, "its worker died"):
+            for job in child.unsaved.values():   # ran, but unrecorded: they run again
+                self.upkeep.hand_back(job, f"{child.kill_reason or status_text} before its "
+                                      "completion was written", False)
+            child.unsaved = {}
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
         boot_failure = not child.ready and not child.stopping
         reason = child.kill_reason or child.stop_cause or ("boot failure" if boot_failure
@@ -326,6 +336,7 @@ class Supervisor:
         if self._waiting_children() and now >= self.next_poll_at:
             self.next_poll_at = now + self.config.poll_interval
             self._wake_waiting(self.upkeep.ready_count(len(self._waiting_children())))
+        self._write_behind_slow_jobs(now)
         self.upkeep.recover_when_due(now)
         self.upkeep.flush_hand_backs()
         if self.upkeep.beat_when_due(now, self.target, self._children_json(now)):
@@ -368,6 +379,28 @@ class Supervisor:
     def _waiting_children(self):
         return [c for c in self.children.values() if c.waiting and not c.stopping]
 
+    def _write_unsaved(self, child, why):
+        """Write the completions the child has not written yet: those jobs ran to
+        success. False when the database is away."""
+        completed = self.upkeep.complete(list(child.unsaved.items()), why)
+        if completed is None:
+            return False
+        for job_id, job in child.unsaved.items():
+            self._job_finished(dict(job, outcome="done" if job_id in completed else "lost"))
+        child.unsaved = {}
+        return True
+
+    def _write_behind_slow_jobs(self, now):
+        """A child writes a batch's completions with the batch's last job. When a
+        slow job holds that up, we write them, so done jobs read done soon."""
+        for child in self.children.values():
+            if child.unsaved and self._unsaved_since(child) <= now - WRITE_BEHIND_AFTER:
+                self._write_unsaved(child, "its worker is busy with a slower job")
+
+    @staticmethod
+    def _unsaved_since(child):
+        return min(job["ended"] for job in child.unsaved.values())
+
     def _wake_waiting(self, jobs):
         for child in self._waiting_children()[:jobs]:
             child.wake()
@@ -379,6 +412,8 @@ class Supervisor:
         leases = [(c.job["id"], c.job["token"]) for c in self.children.values()
                   if c.job and c.job["since"] <= due]
         leases += [held for c in self.children.values() for held in c.held.items()]
+        leases += [(job_id, job["token"]) for c in self.children.values()
+                   for job_id, job in c.unsaved.items()]
         if leases:
             self.upkeep.extend(leases)
 

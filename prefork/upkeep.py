@@ -58,6 +58,18 @@ class Upkeep:
         if held is not False and held < len(leases):
             event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
 
+    def complete(self, jobs, why):
+        """Complete a child's jobs that ran to success, [(id, job dict)], on its
+        behalf: the ids completed, or None when the database is away."""
+        completed = self._with_store(lambda store: store.complete_many(
+            [(job_id, job["token"]) for job_id, job in jobs]))
+        if completed is False:
+            return None
+        for job_id, job in jobs:
+            event("job_completed_by_supervisor" if job_id in completed else "job_lease_lost",
+                  job_id=job_id, type=job["type"], why=why)
+        return completed
+
     def hand_back(self, job, cause, charge):
         """Return a dead child's job; kept and retried while the database is away."""
         self.pending_hand_backs.append((job["id"], job["token"], cause, charge))

@@ -40,6 +40,9 @@ class Worker:
         self.running_handler = False
         self.processed = 0
         self.held = deque()             # claimed in a batch, not started yet
+        # Ran to success, completion not yet written: a batch's completions are
+        # written together, with its last job's (and the next claim).
+        self.unsaved = []               # [(job, seconds it ran)]
         self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
         self.claim_cap = None           # at most this many jobs left to run (None: no cap)
         # on_state(state, job, outcome): lets the owner mirror what we do
@@ -122,12 +125,36 @@ class Worker:
         return first
 
     def release_held(self):
-        """Give back claimed, unstarted jobs with their attempts restored."""
+        """Write the completions not yet saved, then give back claimed, unstarted
+        jobs with their attempts restored."""
+        if self.unsaved:
+            self.save_completions(self.store.complete_many(self.leases(self.unsaved)))
         if not self.held:
             return
         while self.held:
             self.give_back(self.held.popleft(), "claim_released")
         self.on_state("held", [])
+
+    def save_completions(self, completed_ids):
+        """Log the outcome of the completions just written (the unsaved ones and,
+        when it was in the same write, the current job's) and tell the owner."""
+        lost = [job.id for job, _ in self.unsaved if job.id not in completed_ids]
+        for job, seconds in self.unsaved:
+            if job.id in completed_ids:
+                self.log_completed(job, seconds)
+            else:
+                self.lease_lost(job)
+        self.unsaved = []
+        self.on_state("saved", lost)
+
+    @staticmethod
+    def leases(unsaved, job=None):
+        jobs = [done for done, _ in unsaved] + ([job] if job else [])
+        return [(done.id, done.lease_token) for done in jobs]
+
+    @staticmethod
+    def log_completed(job, seconds):
+        event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
     def give_back(self, job, event_name, **fields):
         """Release an unstarted (or interrupted) job, its attempt restored; False
@@ -138,10 +165,12 @@ class Worker:
         return True
 
     def process(self, job, chain_next=lambda: False):
-        """Run one claimed job to its recorded outcome: done, retry, dead, lost or released.
+        """Run one claimed job to its recorded outcome: done, retry, dead, lost or
+        released, or unsaved (done, its completion to be written with the batch's
+        last job's; reported later, by a "saved" state).
 
         Returns (outcome, next job, queue found empty). When the job succeeds
-        and chain_next() agrees, its completion also claims the next job, in
+        and chain_next() agrees, its completion also claims the next jobs, in
         the same round trip and commit.
         """
         if self.stopping:
@@ -160,21 +189,34 @@ class Worker:
         except QuickStop:
             return self.release_interrupted(job), None, False
         self.time_job(started)
-        next_job, tried_next = None, False
         if job.finished:
-            completed = True
-        elif chain_next() and not self.held:
+            self.log_completed(job, time.monotonic() - started)
+            return "done", None, False
+        if self.held:
+            # More of the batch to run: its completion is written with the last one's.
+            self.unsaved.append((job, time.monotonic() - started))
+            return "unsaved", None, False
+        return self.complete_batch(job, started, chain_next())
+
+    def complete_batch(self, job, started, claim_next):
+        """Write the completions of the batch's jobs and this (its last) one, with
+        the next claim in the same round trip and commit when claim_next."""
+        leases = self.leases(self.unsaved, job)
+        next_job, tried_next = None, claim_next
+        if claim_next:
             completed, claimed = self.store.complete_and_claim(
-                job, self.config.queues, self.identity, self.config.lease_seconds,
+                leases, self.config.queues, self.identity, self.config.lease_seconds,
                 process_id=self.process_id, limit=self.batch_size())
-            next_job, tried_next = self.take(claimed), True
         else:
-            completed = self.store.complete(job)
-        if not completed:
-            return self.lease_lost(job), next_job, tried_next and next_job is None
-        event("job_completed", job_id=job.id, type=job.type,
-              elapsed_ms=round((time.monotonic() - started) * 1000, 1))
-        return "done", next_job, tried_next and next_job is None
+            completed, claimed = self.store.complete_many(leases), []
+        if self.unsaved:
+            self.save_completions(completed)
+        next_job = self.take(claimed)
+        queue_empty = tried_next and next_job is None
+        if job.id not in completed:
+            return self.lease_lost(job), next_job, queue_empty
+        self.log_completed(job, time.monotonic() - started)
+        return "done", next_job, queue_empty
 
     def time_job(self, started):
         """Fold the job's time into the running average. After a job slower than

@@ -11,6 +11,7 @@ import pymysql
 import pytest
 
 import prefork
+from prefork import doorbell
 from prefork.errors import LeaseLost, UserError
 from prefork.jobs import new_job
 from prefork.retry import Decision
@@ -242,6 +243,9 @@ def fill_queues_for_plans(s):
 @pytest.mark.parametrize("query,args,index", [
     (mysql_store.CLAIM_SELECT, ("q1", "q1"), "ix_prefork_jobs_claim"),
     (mysql_store.EXPIRED_SELECT, (100,), "ix_prefork_jobs_lease"),
+    # a group completion's locking read: primary-key lookups, not a scan
+    (mysql_store._for_leases(mysql_store.COMPLETE_GROUP, [(), ()]).split(";")[0],
+     (5, "a" * 32, 9, "b" * 32), "PRIMARY"),
 ])
 def test_mysql_queue_queries_read_an_index_range_in_order(store, clean_db, query, args, index):
     s = store()
@@ -346,13 +350,13 @@ def test_complete_and_claim_finishes_one_job_and_reserves_the_next(backend_store
     first = s.enqueue(new_job("noop", queue="high"))
     second = s.enqueue(new_job("noop", queue="low"))
     job = claim_one(s, queues=("high", "low"))
-    completed, (next_job,) = s.complete_and_claim(job, ["high", "low"], WORKER, 30)
-    assert completed and next_job.id == second and next_job.attempt == 1
+    completed, (next_job,) = s.complete_and_claim(leases(job), ["high", "low"], WORKER, 30)
+    assert completed == {first} and next_job.id == second and next_job.attempt == 1
     assert db.row(first)["status"] == "done"
     row = db.row(second)
     assert row["status"] == "reserved" and row["lease_token"] == next_job.lease_token
-    completed, after_last = s.complete_and_claim(next_job, ["high", "low"], WORKER, 30)
-    assert completed and after_last == []
+    completed, after_last = s.complete_and_claim(leases(next_job), ["high", "low"], WORKER, 30)
+    assert completed == {second} and after_last == []
 
 
 def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, db):
@@ -360,8 +364,8 @@ def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, d
     job_id = s.enqueue(new_job("noop"))
     stale = claim_one(s, lease=0.1)
     db.sleep(0.2)
-    completed, next_jobs = s.complete_and_claim(stale, ["default"], WORKER, 30)
-    assert not completed and next_jobs == []
+    completed, next_jobs = s.complete_and_claim(leases(stale), ["default"], WORKER, 30)
+    assert completed == set() and next_jobs == []
     assert db.row(job_id)["status"] == "reserved"
 
 
@@ -370,8 +374,8 @@ def test_a_batch_claim_gives_each_job_its_own_token_in_claim_order(backend_store
     ids = [s.enqueue(new_job("noop", priority=p)) for p in (3, 1, 2, 0)]
     first = claim_one(s)
     assert first.id == ids[3]
-    completed, batch = s.complete_and_claim(first, ["default"], WORKER, 30, limit=5)
-    assert completed and [job.id for job in batch] == [ids[1], ids[2], ids[0]]
+    completed, batch = s.complete_and_claim(leases(first), ["default"], WORKER, 30, limit=5)
+    assert completed == {first.id} and [job.id for job in batch] == [ids[1], ids[2], ids[0]]
     tokens = {job.lease_token for job in batch}
     assert len(tokens) == 3 and all(len(token) == 32 for token in tokens)
     for job in batch:
@@ -379,3 +383,58 @@ def test_a_batch_claim_gives_each_job_its_own_token_in_claim_order(backend_store
         assert (row["status"], row["lease_token"], row["attempts"], job.attempt) == \
             ("reserved", job.lease_token, 1, 1)
     assert s.complete(batch[1]) and not s.complete(first)
+
+
+def leases(*jobs):
+    return [(job.id, job.lease_token) for job in jobs]
+
+
+def test_a_group_completion_writes_each_live_lease_and_names_the_lost(backend_store, db):
+    s = backend_store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(4)]
+    first, second, third, fourth = s.claim(["default"], WORKER, 30, limit=4)
+    forged = (third.id, "0" * 32)
+    assert s.complete_many(leases(first, second) + [forged]) == {first.id, second.id}
+    assert [db.row(job_id)["status"] for job_id in ids] == ["done", "done", "reserved", "reserved"]
+    finished_at = db.row(ids[0])["finished_at"]
+    assert finished_at is not None and db.row(ids[0])["lease_token"] == first.lease_token
+    # Already written with this lease (the parent does so for a busy child):
+    # completed, and not written again.
+    db.sleep(0.01)
+    assert s.complete_many(leases(first, second)) == {first.id, second.id}
+    assert db.row(ids[0])["finished_at"] == finished_at
+    assert s.complete_many([]) == set()
+
+
+def test_a_group_completion_and_claim_writes_a_batch_and_takes_the_next(backend_store, db):
+    s = backend_store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(5)]
+    batch = s.claim(["default"], WORKER, 30, limit=3)
+    completed, following = s.complete_and_claim(leases(*batch), ["default"], WORKER, 30, limit=3)
+    assert completed == set(ids[:3]) and [job.id for job in following] == ids[3:]
+    assert [db.row(job_id)["status"] for job_id in ids] == ["done"] * 3 + ["reserved"] * 2
+
+
+def test_a_group_completion_skips_an_expired_lease(backend_store, db):
+    s = backend_store()
+    s.enqueue(new_job("noop"))
+    s.enqueue(new_job("noop"))
+    stale = claim_one(s, lease=0.1)
+    live = claim_one(s)
+    db.sleep(0.2)
+    assert s.complete_many(leases(stale, live)) == {live.id}
+    assert db.row(stale.id)["status"] == "reserved"
+
+
+def test_notify_on_an_application_connection_rings_the_stores_bell(backend_store, db):
+    s = backend_store()
+    bell = doorbell.Doorbell(s.bell_key)
+    conn = db.app_connection()
+    try:
+        prefork.enqueue(conn, "noop", queue="mail")
+        conn.commit()
+        prefork.notify(conn, queue="mail", jobs=2)
+        assert bell.rings() == {"mail": 2}
+    finally:
+        conn.close()
+        bell.close()

@@ -266,6 +266,64 @@ def test_start_fails_cleanly_before_forking(tmp_path, migrated):
     assert result.returncode == 2 and "workers" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_idle_workers_wake_at_once_for_jobs_enqueued_on_this_host(supervisor, enqueue, clean_db,
+                                                                    migrated):
+    """Through the store, or in the application's transaction followed by
+    prefork.notify(): found in well under the poll interval (30 s here)."""
+    import prefork
+    from conftest import admin_connection
+    sup = supervisor("--workers", "2", "--poll-interval", "30")
+    sup.wait_event("worker_ready", count=2)
+    through_store = enqueue("noop")
+    wait_until(lambda: job_row(clean_db, through_store)["status"] == "done", timeout=5,
+               message="a job enqueued through the store run at once")
+    app = admin_connection(database=migrated.rsplit("/", 1)[1], autocommit=False)
+    try:
+        in_transaction = prefork.enqueue(app, "noop")
+        app.commit()
+        prefork.notify(app)
+    finally:
+        app.close()
+    wait_until(lambda: job_row(clean_db, in_transaction)["status"] == "done", timeout=5,
+               message="a job enqueued in the application's transaction run after notify()")
+
+
+def tallied(log):
+    return sorted(int(line) for line in log.read_text().split()) if log.exists() else []
+
+
+# With --claim-batch 2, a new worker's claims take 1, 1, then 2 jobs at a time
+# (a claim holds about 50 ms of the recent job time): jobs 3+4, 5+6... share a batch.
+def test_a_dead_workers_done_but_unwritten_jobs_are_completed_by_the_parent(
+        supervisor, enqueue, clean_db, tmp_path):
+    log = tmp_path / "tally.log"
+    tally = [enqueue("tally", {"log": str(log)}) for _ in range(5)]
+    crash = enqueue("segv", priority=1)
+    sup = supervisor("--workers", "1", "--claim-batch", "2", "--max-crashes", "1")
+    wait_until(lambda: job_row(clean_db, crash)["status"] == "dead", timeout=10,
+               message="the crashing job dead")
+    # Job 5 ran first in the crashing job's batch: its completion was still to
+    # be written with the batch's last job when the worker died.
+    saved = sup.wait_event("job_completed_by_supervisor", job_id=tally[4])
+    assert saved[0]["why"] == "its worker died"
+    assert tallied(log) == tally   # each ran once: none handed back to run again
+    assert all(job_row(clean_db, job_id)["status"] == "done" for job_id in tally)
+    assert job_row(clean_db, tally[4])["attempts"] == 1
+
+
+def test_done_jobs_of_a_batch_read_done_while_a_slower_job_of_it_runs(
+        supervisor, enqueue, clean_db, tmp_path):
+    log = tmp_path / "tally.log"
+    fast = [enqueue("tally", {"log": str(log)}) for _ in range(3)]
+    slow = enqueue("tally", {"log": str(log), "seconds": 4}, priority=1)
+    supervisor("--workers", "1", "--claim-batch", "2")
+    wait_until(lambda: job_row(clean_db, fast[2])["status"] == "done", timeout=3,
+               message="the fast job before the slow one written by the parent")
+    assert job_row(clean_db, slow)["status"] == "reserved"
+    wait_until(lambda: job_row(clean_db, slow)["status"] == "done", timeout=10)
+    assert tallied(log) == fast + [slow]
+
+
 def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor, enqueue,
                                                                         clean_db):
     fast = [enqueue("slow_ledger", {"seconds": 0}, key=f"fast{n}") for n in range(12)]

@@ -377,3 +377,58 @@ def test_lost_database_connection_ends_work_with_worker_fatal(migrated, clean_db
         assert fatal[0]["error"].startswith("pymysql.err.")
     finally:
         admin.close()
+
+
+# --- batches: completions written together -------------------------------------------
+
+def recording_worker(s, config):
+    """A worker whose reported states are kept, as [(state, job or list, outcome)]."""
+    states = []
+    worker = Worker(s, config, on_state=lambda state, job=None, outcome=None:
+                    states.append((state, job, outcome)))
+    worker.job_seconds = 0.001   # recent jobs were fast: claims take batches
+    return worker, states
+
+
+def test_a_batch_writes_its_completions_with_its_last_job(store, make_config, clean_db,
+                                                          log_lines):
+    s = store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(5)]
+    worker, states = recording_worker(s, make_config(claim_batch=4))
+    job = worker.claim_next()
+    assert [held.id for held in worker.held] == ids[1:4]
+    for position in range(3):
+        outcome, next_job, _ = worker.process(job, chain_next=lambda: True)
+        assert (outcome, next_job) == ("unsaved", None)
+        assert job_row(clean_db, job.id)["status"] == "reserved"   # not written yet
+        if position == 1:   # another owner took this one meanwhile: its completion is lost
+            with clean_db.cursor() as cursor:
+                cursor.execute("UPDATE prefork_jobs SET lease_token = %s WHERE id = %s",
+                               ("f" * 32, job.id))
+        job = worker.claim_next()
+    outcome, next_job, queue_empty = worker.process(job, chain_next=lambda: True)
+    # The last one's write completed the batch and claimed the job after it.
+    assert outcome == "done" and next_job.id == ids[4] and not queue_empty
+    assert [job_row(clean_db, job_id)["status"] for job_id in ids] == \
+        ["done", "reserved", "done", "done", "reserved"]
+    assert ("saved", [ids[1]], None) in states
+    _, events = log_lines()
+    completed = [e["job_id"] for e in events if e["event"] == "job_completed"]
+    assert sorted(completed) == [ids[0], ids[2], ids[3]]
+    assert [e["job_id"] for e in events if e["event"] == "job_lease_lost"] == [ids[1]]
+
+
+def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_config, clean_db):
+    s = store()
+    fast = s.enqueue(new_job("noop"))
+    slow = s.enqueue(new_job("sleep", {"seconds": 0.2}))
+    after = s.enqueue(new_job("noop"))
+    worker, states = recording_worker(s, make_config(claim_batch=3))
+    assert worker.process(worker.claim_next())[0] == "unsaved"
+    assert worker.process(worker.claim_next())[0] == "done"
+    # Slower than the hold budget: the fast one's completion was written at
+    # once, and the job held behind it given back for a sibling.
+    assert ("saved", [], None) in states and ("held", [], None) in states
+    assert job_row(clean_db, fast)["status"] == "done" and job_row(clean_db, slow)["status"] == "done"
+    row = job_row(clean_db, after)
+    assert (row["status"], row["attempts"]) == ("ready", 0)

@@ -99,9 +99,14 @@ class Store(abc.ABC):
         """Mark done if the token matches and the lease is live. False if the lease was lost."""
 
     @abc.abstractmethod
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
-        """complete(job) and claim up to `limit` next jobs in one transaction:
-        (completed, [Job])."""
+    def complete_many(self, leases):
+        """Complete the jobs of these (id, token) leases, each fenced as complete() is,
+        in one transaction; the set of ids completed (the others' leases were lost)."""
+
+    @abc.abstractmethod
+    def complete_and_claim(self, leases, queues, worker, lease_seconds, process_id=None, limit=1):
+        """complete_many(leases) and claim up to `limit` next jobs in one transaction:
+        (ids completed, [Job])."""
 
     @abc.abstractmethod
     def completing(self, job):

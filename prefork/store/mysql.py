@@ -4,6 +4,7 @@ Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
 scans), in UTC, with short lock waits so that a stuck lock fails a
 statement in seconds instead of hanging a worker.
 """
+import json
 import random
 import re
 import secrets
@@ -56,8 +57,11 @@ CLAIM_SELECT = (
 LEASE_FENCE = ("id = %s AND status = 'reserved' AND lease_token = %s"
                " AND lease_until > UTC_TIMESTAMP(6)")
 
+# The token stays on a done row: it tells whoever completes a group of jobs
+# that one of them was already written with that same lease (by the parent,
+# for a child busy with a slow job).
 COMPLETE = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
 # A claim is one round trip and one commit for a whole batch: a multi-statement
@@ -94,11 +98,29 @@ READY_COUNT_PART = (
     " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)" + UNPAUSED +
     " ORDER BY priority, available_at, id LIMIT %s)")
 
-# Finish one job and claim the next ones in one round trip and one commit:
-# the fenced completion's row count is kept for the caller to check.
+# Finish a group of jobs (a batch's) in one transaction: lock, in id order,
+# those whose lease is ours and live or that are already done with our token,
+# note their ids, mark the reserved ones done. The caller learns which were
+# completed from @prefork_completed (a JSON array, or NULL).
+COMPLETE_GROUP = (
+    "SELECT JSON_ARRAYAGG(id) INTO @prefork_completed FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " WHERE (status = 'done' OR (status = 'reserved' AND lease_until > UTC_TIMESTAMP(6)))"
+    " AND ({pairs}) FOR UPDATE;"
+    " UPDATE prefork_jobs AS j JOIN"
+    " JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS completed"
+    " ON j.id = completed.id SET j.status = 'done', j.lease_until = NULL,"
+    " j.finished_at = UTC_TIMESTAMP(6), j.updated_at = UTC_TIMESTAMP(6)"
+    " WHERE j.status = 'reserved';")
+
+LEASE_PAIR = "(id = %s AND lease_token = %s)"
+
+COMPLETE_MANY = ("SET @prefork_completed = NULL; START TRANSACTION; " + COMPLETE_GROUP +
+                 " COMMIT; SELECT @prefork_completed")
+
+# Finish a group of jobs and claim the next ones in one round trip and one commit.
 COMPLETE_AND_CLAIM = (
-    "SET @prefork_claimed = NULL; START TRANSACTION; " + COMPLETE + ";"
-    " SET @prefork_completed = ROW_COUNT(); " + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
+    "SET @prefork_claimed = NULL, @prefork_completed = NULL; START TRANSACTION; " + COMPLETE_GROUP
+    + " " + CLAIM_STEPS + " COMMIT; " + CLAIM_READ_BACK)
 
 LOCK_FOR_COMPLETION = (f"SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE {LEASE_FENCE}"
                        " FOR UPDATE")
@@ -199,7 +221,7 @@ ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
 class MySQLStore(MySQLOperations, Store):
     def __init__(self, config):
         self.dsn_args = parse_dsn(config.dsn)
-        self.bell_key = f"mysql/{self.dsn_args['database']}"
+        self.bell_key = _bell_key(self.dsn_args["database"])
         self.config = config
         self.conn = connect(config, self.dsn_args, config.password())
 
@@ -328,22 +350,29 @@ class MySQLStore(MySQLOperations, Store):
                 break
         return jobs
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
+    def complete_and_claim(self, leases, queues, worker, lease_seconds, process_id=None, limit=1):
         claimant = (worker, lease_seconds, process_id)
-        completed, jobs = self._run_claim(COMPLETE_AND_CLAIM, (job.id, job.lease_token),
-                                          queues[0], limit, claimant)
+        completed, jobs = self._run_claim(_for_leases(COMPLETE_AND_CLAIM, leases),
+                                          _flat(leases), queues[0], limit, claimant)
         if not jobs and len(queues) > 1:
             jobs = self.claim(queues[1:], worker, lease_seconds, limit, process_id)
-        return completed == 1, jobs
+        return completed, jobs
+
+    def complete_many(self, leases):
+        if not leases:
+            return set()
+        results = self._retry_contention(
+            lambda: self._script_results(_for_leases(COMPLETE_MANY, leases), _flat(leases)))
+        return _completed_ids(results[-1][0][0])
 
     def _run_claim(self, script, leading_args, queue, limit, claimant):
         """Run a claim script for up to `limit` jobs of one queue; returns
-        (completed row count or None, [Job])."""
+        (ids of the jobs it completed, [Job])."""
         worker, lease_seconds, process_id = claimant
         args = leading_args + (queue, queue, limit, secrets.token_hex(16),
                                micros(lease_seconds), worker, process_id)
         rows, ((completed,),) = self._retry_contention(lambda: self._script_results(script, args))
-        return completed, [claimed_job(row[:-1], row[-1], self) for row in rows]
+        return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]
 
     def _script_results(self, script, args):
         """Run a multi-statement script; the rows of the statements that return any
@@ -398,9 +427,8 @@ class MySQLStore(MySQLOperations, Store):
     def extend_many(self, leases, lease_seconds):
         if not leases:
             return 0
-        pairs = " OR ".join(["(id = %s AND lease_token = %s)"] * len(leases))
-        args = [micros(lease_seconds)] + [value for pair in leases for value in pair]
-        return self._rowcount(EXTEND_MANY.format(pairs=pairs), args)
+        return self._rowcount(_for_leases(EXTEND_MANY, leases),
+                              (micros(lease_seconds),) + _flat(leases))
 
     def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
         with self._transaction() as cursor:
@@ -458,6 +486,18 @@ class MySQLStore(MySQLOperations, Store):
             return queue_figures(queues, cursor.fetchall())
 
 
+def _for_leases(script, leases):
+    return script.replace("{pairs}", " OR ".join([LEASE_PAIR] * len(leases)))
+
+
+def _flat(leases):
+    return tuple(value for pair in leases for value in pair)
+
+
+def _completed_ids(json_ids):
+    return set(json.loads(json_ids)) if json_ids else set()
+
+
 def _split_statements(sql):
     """Split a schema file on semicolons that end a line (our files have no procedures)."""
     lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
@@ -473,6 +513,16 @@ def enqueue_on(cursor, new_job):
     """Insert on the caller's cursor, inside the caller's transaction; never commits."""
     cursor.execute(ENQUEUE, _enqueue_args(new_job))
     return cursor.lastrowid
+
+
+def _bell_key(database):
+    return f"mysql/{database}"   # what names this database for same-host wake-ups
+
+
+def bell_key_of(conn):
+    """The bell key of the database an application's PyMySQL connection uses."""
+    database = conn.db.decode("utf-8") if isinstance(conn.db, bytes) else conn.db
+    return _bell_key(database)
 
 
 def grant_statements(user, host, database):

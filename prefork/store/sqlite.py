@@ -76,11 +76,16 @@ CLAIM_RESERVE = (
 # lease not yet over. Zero rows matched means the lease was lost.
 LEASE_FENCE = "id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now"
 
+# The token stays on a done row: it tells whoever completes a group of jobs
+# that one of them was already written with that same lease (by the parent,
+# for a child busy with a slow job).
 COMPLETE = (
-    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    "UPDATE prefork_jobs SET status = 'done', lease_until = NULL,"
     " finished_at = :now, updated_at = :now WHERE " + LEASE_FENCE)
 
 HOLDS_LEASE = f"SELECT 1 FROM prefork_jobs WHERE {LEASE_FENCE}"
+
+DONE_WITH_TOKEN = "SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'done' AND lease_token = :token"
 
 FAIL = (
     "UPDATE prefork_jobs SET status = :status, last_error = :error, lease_token = NULL,"
@@ -173,7 +178,7 @@ class SQLiteStore(SQLiteOperations, Store):
             _warn_once(("network", self.path), "sqlite_on_network_filesystem", path=self.path,
                        fstype=fs_type, advice="SQLite locking is not reliable over a network "
                        "filesystem: use a local disk, or MySQL for more than one host")
-        self.bell_key = f"sqlite/{self.path}"   # wake-ups of this host's supervisors
+        self.bell_key = _bell_key(self.path)
         self.owner_pid = os.getpid()
         self.conn = _connect(self.path, self.busy_seconds)
         if self._missing_versions():
@@ -313,14 +318,19 @@ class SQLiteStore(SQLiteOperations, Store):
             times = _times(_utc_now(), lease_until=lease_seconds)
             return self._reserve(cursor, queues, (worker, process_id), limit, times)
 
-    def complete_and_claim(self, job, queues, worker, lease_seconds, process_id=None, limit=1):
-        # One lock and one commit instead of two: on SQLite the commit is the cost.
+    def complete_and_claim(self, leases, queues, worker, lease_seconds, process_id=None, limit=1):
+        # One lock and one commit instead of several: on SQLite the commit is the cost.
         with self._write() as cursor:
             times = _times(_utc_now(), lease_until=lease_seconds)
-            cursor.execute(COMPLETE, {**_lease(job), **times})
-            completed = cursor.rowcount == 1
+            completed = _complete_leases(cursor, leases, times)
             next_jobs = self._reserve(cursor, queues, (worker, process_id), limit, times)
         return completed, next_jobs
+
+    def complete_many(self, leases):
+        if not leases:
+            return set()
+        with self._write() as cursor:
+            return _complete_leases(cursor, leases, _times(_utc_now()))
 
     def _reserve(self, cursor, queues, claimant, limit, times):
         """Claim up to `limit` ready jobs inside the caller's write transaction;
@@ -429,6 +439,29 @@ class SQLiteStore(SQLiteOperations, Store):
 
 def _lease(job):
     return {"id": job.id, "token": job.lease_token}
+
+
+def _bell_key(path):
+    # What names this database for same-host wake-ups: the real path, as
+    # every way of naming the file leads to it.
+    return f"sqlite/{os.path.realpath(path)}"
+
+
+def bell_key_of(conn):
+    """The bell key of the database file an application's sqlite3 connection uses."""
+    return _bell_key(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
+def _complete_leases(cursor, leases, times):
+    """Complete each leased job inside the caller's write transaction; the ids
+    completed, now or already with the same lease."""
+    completed = set()
+    for job_id, token in leases:
+        lease = {"id": job_id, "token": token}
+        cursor.execute(COMPLETE, {**lease, **times})
+        if cursor.rowcount == 1 or cursor.execute(DONE_WITH_TOKEN, lease).fetchone():
+            completed.add(job_id)
+    return completed
 
 
 def _ready_rows(cursor, queues, limit, now):

@@ -9,6 +9,13 @@ from ledger_app import ledger as write_ledger
 _hoard = []
 
 
+@prefork.handler("tally")
+def tally(job):
+    """Sleeps payload['seconds'], then appends its id to the file payload['log']. No
+    transaction of its own: the worker writes its completion (with its batch's)."""
+    time.sleep(float(job.payload.get("seconds", 0)))
+    with open(job.payload["log"], "a") as log:
+        log.write(f"{job.id}\n")
 
 
 @prefork.handler("slow_ledger")
