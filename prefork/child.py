@@ -25,9 +25,9 @@ from .worker import Worker
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error
 QUICK_EXIT = 5          # SIGQUIT before the worker started: nothing held
-# Idle children wait for the parent's wake-up; this is only the fallback
-# should a wake-up be lost.
-FALLBACK_POLL = 30.0
+# Idle children wait for the parent's wake-up, saying again every so often
+# that they wait (a message to the parent, not a query).
+WAITING_REMINDER = 30.0
 PR_SET_PDEATHSIG = 1
 PARENT_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
 # Blocked by the parent across fork(), unblocked once the child's handlers are set.
@@ -83,7 +83,8 @@ def _child_main(spec):
             worker.request_stop()  # the parent is gone
 
     worker = Worker(store, config, on_state=on_state, waker=Waker(extra_fd=spec.wake_fd),
-                    idle_sleeps=(FALLBACK_POLL, FALLBACK_POLL), process_id=spec.process_id)
+                    idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
+                    woken_by_parent=True)
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})

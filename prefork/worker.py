@@ -26,7 +26,7 @@ JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
 
 class Worker:
     def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None,
-                 process_id=None):
+                 process_id=None, woken_by_parent=False):
         self.store = store
         self.config = config
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
@@ -34,8 +34,11 @@ class Worker:
         self.identity = current_host_pid()
         self.waker = waker or Waker()
         # (first, longest) sleep when no job is ready, doubling in between.
-        # Alone, we poll; under a supervisor, the parent wakes us instead.
+        # Alone, we poll; under a supervisor, the parent looks for all its
+        # children and wakes us: a sleep that ends unwoken only says again
+        # that we wait (should the parent have lost track), without a query.
         self.idle_sleeps = idle_sleeps or (FIRST_IDLE_SLEEP, config.poll_interval)
+        self.woken_by_parent = woken_by_parent
         self.stopping = False
         self.running_handler = False
         self.processed = 0
@@ -85,9 +88,9 @@ class Worker:
                 if once or stop_when_empty:
                     break
                 self.on_state("waiting")
-                self.waker.sleep(idle_sleep)
+                woken = self.waker.sleep(idle_sleep)
                 idle_sleep = min(idle_sleep * 2, self.idle_sleeps[1])
-                queue_empty = False
+                queue_empty = self.woken_by_parent and not woken
                 continue
             idle_sleep = self.idle_sleeps[0]
             outcome, job, queue_empty = self.process(job, chain_next)

@@ -7,6 +7,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -432,3 +433,29 @@ def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_conf
     assert job_row(clean_db, fast)["status"] == "done" and job_row(clean_db, slow)["status"] == "done"
     row = job_row(clean_db, after)
     assert (row["status"], row["attempts"]) == ("ready", 0)
+
+
+def session_questions(s):
+    return int(s._one("SHOW SESSION STATUS LIKE 'Questions'")[1])
+
+
+@pytest.mark.parametrize("woken_by_parent", [True, False])
+def test_an_idle_worker_under_a_supervisor_waits_without_querying(store, make_config, clean_db,
+                                                                  woken_by_parent):
+    """The parent looks for jobs for all its children: an unwoken child only says
+    again that it waits. Alone, a worker polls."""
+    s = store()
+    states = []
+    worker = Worker(s, make_config(), idle_sleeps=(0.02, 0.02), woken_by_parent=woken_by_parent,
+                    on_state=lambda state, job=None, outcome=None: states.append(state))
+    before = session_questions(s)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    wait_until(lambda: states.count("waiting") >= 10, timeout=5)
+    worker.request_stop()
+    thread.join(5)
+    queries = session_questions(s) - before
+    if woken_by_parent:   # the first claim's script, and reading the counter
+        assert queries <= 15, queries
+    else:                 # a claim's script at every look
+        assert queries >= 10 * 5, queries
