@@ -18,12 +18,22 @@ FILE_SECTION = "prefork-queue"
 # [command:TYPE] job types that run a program. Their keys are checked by the
 # modules that use them (schedules.py, commands.py).
 NAMED_SECTION_KINDS = ("schedule", "command")
+# A batch's jobs travel in one statement and in one message to the parent,
+# which must stay under PIPE_BUF (4096 bytes) to be written whole.
+MAX_CLAIM_BATCH = 64
 
 
 def _positive_int(text):
     value = int(text)
     if value < 1:
         raise ValueError("must be at least 1")
+    return value
+
+
+def _claim_batch(text):
+    value = _positive_int(text)
+    if value > MAX_CLAIM_BATCH:
+        raise ValueError(f"must be at most {MAX_CLAIM_BATCH}")
     return value
 
 
@@ -121,9 +131,10 @@ SETTINGS = [
             "with @prefork.handler.", "worker", metavar="MODULES"),
     Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2"),
-    Setting("claim_batch", _positive_int, 8, "Most jobs a worker claims in one transaction "
+    Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
             "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
-            "claimed one at a time). 1 turns batching off.", "worker", metavar="N"),
+            "claimed one at a time); their completions are written together too. 1 turns "
+            f"batching off; at most {MAX_CLAIM_BATCH}.", "worker", metavar="N"),
     Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "
             "workers are idle: the supervisor looks once for all its children (jobs enqueued on "
             "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),

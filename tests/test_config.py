@@ -178,6 +178,7 @@ def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
     (["--lease-seconds", "soon"], {}, ["lease_seconds"]),
     (["--log-format", "xml"], {}, ["log_format", "json"]),
     (["--max-payload-bytes", "-5"], {}, ["max_payload_bytes"]),
+    (["--claim-batch", "65"], {}, ["claim_batch", "at most 64"]),
     ([], {"PREFORK_QUEUE_MAX_ATTEMPTS": "abc"}, ["PREFORK_QUEUE_MAX_ATTEMPTS", "max_attempts"]),
     ([], {"PREFORK_QUEUE_POLL_INTERVAL": ""}, ["PREFORK_QUEUE_POLL_INTERVAL", "poll_interval"]),
     (["--no-such-setting", "1"], {}, ["unrecognized arguments", "--no-such-setting"]),
