@@ -21,7 +21,7 @@ from ..progress import Progress
 from ..store import driver_errors
 from .database import BenchDatabase
 from .measure import (PickupPlan, Throughput, measure_background, measure_idle_load,
-                      measure_pickups, measure_throughput)
+                      measure_pickups, measure_throughput, wait_settled)
 from .processes import BaselinePool, SupervisorProcess, supervisor_env
 from .report import (MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json,
                      render_table)
@@ -171,10 +171,13 @@ class Bench:
         for _ in self.db.fill_done(self.done_queue, self.plan.done_rows, NOOP,
                                    self.batch[0].payload_text):
             self.progress.advance(0)
+        self._label("letting the server settle")
+        settled = wait_settled(self.server, lambda: self.progress.advance(0))
         ours = self.run_ours(workers, extras=False).throughput.jobs_per_s
         empty = next(row["ours_jobs_per_s"] for row in rows if row["workers"] == workers)
         return {"rows": self.plan.done_rows, "workers": workers, "jobs_per_s": ours,
-                "empty_jobs_per_s": empty, "ratio": ours / empty}
+                "empty_jobs_per_s": empty, "ratio": ours / empty,
+                "settled_seconds": None if settled is None else round(settled, 1)}
 
     def report(self, rows, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"

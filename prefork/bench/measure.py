@@ -16,6 +16,8 @@ PICKUP_TIMEOUT = 30.0
 IDLE_SETTLE = 2.0           # let idle workers reach their longest poll interval
 IDLE_WINDOW = 3.0
 BACKGROUND_WINDOW = 2.0
+SETTLE_LIMIT = 180.0        # seconds at most to wait for the server after a bulk load
+SETTLED_CPU_SHARE = 0.05    # of one core: the server is quiet
 
 
 @dataclass
@@ -118,6 +120,22 @@ def measure_idle_load(db, watch):
         return None
     _sleep_watching(IDLE_SETTLE, watch)
     return statements_per_second(db, IDLE_WINDOW, watch)
+
+
+def wait_settled(server, watch):
+    """After a bulk load the server goes on flushing pages and purging for a while,
+    which a table in steady use does not: wait, up to SETTLE_LIMIT, until its CPU is
+    quiet. Returns the seconds waited; None when the server is not on this host."""
+    if server is None:
+        return None
+    started = time.monotonic()
+    while time.monotonic() - started < SETTLE_LIMIT:
+        before, since = sum(server.cpu_times()[:2]), time.monotonic()
+        _sleep_watching(1.0, watch)
+        share = (sum(server.cpu_times()[:2]) - before) / (time.monotonic() - since)
+        if share < SETTLED_CPU_SHARE:
+            break
+    return time.monotonic() - started
 
 
 def measure_background(db):

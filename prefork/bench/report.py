@@ -150,7 +150,10 @@ def _footer(report):
     if done:
         lines.append(f"with {done['rows']:,} done rows in the table: {done['workers']} workers "
                      f"{done['jobs_per_s']:,.0f} jobs/s = {done['ratio']:.2f}x of the empty "
-                     f"table ({done['empty_jobs_per_s']:,.0f} jobs/s)")
+                     f"table ({done['empty_jobs_per_s']:,.0f} jobs/s)"
+                     + (f", measured once the server was quiet after the fill "
+                        f"({done['settled_seconds']:g} s)" if done.get("settled_seconds")
+                        is not None else ""))
     if report["backend"] != "mysql":
         lines.append("baseline, ratio, stmts/job, commits/job, idle stmts/s and the "
                      "baseline's CPU are MySQL-only.")

@@ -73,7 +73,7 @@ CLAIMED = "JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH 
 CLAIM_STEPS = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
     + CLAIM_SELECT.replace("LIMIT 1", "LIMIT %s") + ") AS next_jobs;"
-    " UPDATE prefork_jobs AS j JOIN " + CLAIMED + " ON j.id = claimed.id"
+    " UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY) JOIN " + CLAIMED + " ON j.id = claimed.id"
     " SET j.status = 'reserved', j.attempts = j.attempts + 1,"
     " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
     " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
@@ -100,13 +100,15 @@ READY_COUNT_PART = (
 
 # Finish a group of jobs (a batch's) in one transaction: lock, in id order,
 # those whose lease is ours and live or that are already done with our token,
-# note their ids, mark the reserved ones done. The caller learns which were
+# note their ids, mark the reserved ones done. FORCE INDEX (PRIMARY) on the
+# join too: on a big table the optimizer would rather read every reserved row
+# through the lease index, locking other workers' jobs. The caller learns which were
 # completed from @prefork_completed (a JSON array, or NULL).
 COMPLETE_GROUP = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_completed FROM prefork_jobs FORCE INDEX (PRIMARY)"
     " WHERE (status = 'done' OR (status = 'reserved' AND lease_until > UTC_TIMESTAMP(6)))"
     " AND ({pairs}) FOR UPDATE;"
-    " UPDATE prefork_jobs AS j JOIN"
+    " UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY) JOIN"
     " JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS completed"
     " ON j.id = completed.id SET j.status = 'done', j.lease_until = NULL,"
     " j.finished_at = UTC_TIMESTAMP(6), j.updated_at = UTC_TIMESTAMP(6)"

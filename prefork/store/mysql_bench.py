@@ -19,14 +19,16 @@ TEXTBOOK_CLAIM_SELECT = (
     " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
     " ORDER BY priority, available_at, id LIMIT 1 FOR UPDATE SKIP LOCKED")
 
+# Its statements on one job go by the primary key, as ours do: left to itself,
+# the optimizer may take the lease index on a big table, and deadlock.
 TEXTBOOK_RESERVE = (
-    "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'reserved', attempts = attempts + 1, lease_token = %s,"
     " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
     " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
 
 # The textbook completion, its own transaction: BEGIN; this; COMMIT. Fenced by the token.
 TEXTBOOK_COMPLETE = (
-    "UPDATE prefork_jobs SET status = 'done', lease_token = NULL, lease_until = NULL,"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL, lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
