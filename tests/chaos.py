@@ -5,7 +5,9 @@ Three scenarios, all on real processes and a real MariaDB/MySQL server:
 
 1. chaos (one supervisor): N `chaos.ledger` jobs (tests/apps/chaos_app.py: one
    execution-log line per run, then one ledger row per idempotency key written
-   in the completion transaction). While the supervisor runs with 8 workers:
+   in the completion transaction), mixed with N fast `chaos.plain` jobs (no
+   effect: claimed in batches, their completions written with the batch's last
+   job, or by the parent for a busy or dead child). While the supervisor runs with 8 workers:
    SIGKILL a random child every 100-300 ms, SIGHUP the parent every 2-4 s,
    SIGSTOP one busy child (the hard timeout must kill it and hand its job
    back), restart the database server once (stop, ~2 s down, start), then
@@ -82,6 +84,7 @@ from polling import poll_until  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
 JOB_TYPE = "chaos.ledger"
+PLAIN_JOB_TYPE = "chaos.plain"   # no effect in the completion: written with its batch's
 APP_MODULE = "chaos_app"
 ENQUEUE_BATCH = 1000
 MIB = 1024 * 1024
@@ -114,6 +117,8 @@ class SoakSettings:
     """Scenario 1. Chaos must never exhaust a job: max_attempts and max_crashes are
     high because the kills are not the job's fault."""
     jobs: int = 600
+    plain_jobs: int = 600                 # fast jobs without an effect, claimed in batches
+    plain_work_ms: tuple = (0.0, 2.0)
     workers: int = 8
     chaos_seconds: float = 20.0
     lease_seconds: float = 3.0
@@ -137,7 +142,7 @@ class SoakSettings:
 
     @classmethod
     def full(cls):
-        return cls(jobs=20000, chaos_seconds=240.0, drain_timeout=600.0)
+        return cls(jobs=20000, plain_jobs=20000, chaos_seconds=240.0, drain_timeout=600.0)
 
     def work_ms(self):
         """(low, high) handler work in ms: about 80% of the chaos window to get through
@@ -247,19 +252,21 @@ class Database:
             store.close()
         self.query(LEDGER_TABLE)
 
-    def enqueue(self, run, queue, count, work_ms, max_attempts, rng, first=0, extra=None):
-        """count jobs with keys <run>-<n>; returns the keys. extra: more payload."""
+    def enqueue(self, run, queue, count, work_ms, max_attempts, rng, first=0, extra=None,
+                job_type=JOB_TYPE):
+        """count jobs with keys <run>-<n> (<run>-p<n> for plain jobs); returns the keys.
+        extra: more payload."""
         store = MySQLStore(self.config)
         keys = []
         try:
             for start in range(first, first + count, ENQUEUE_BATCH):
                 batch = []
                 for number in range(start, min(first + count, start + ENQUEUE_BATCH)):
-                    key = f"{run}-{number:07d}"
+                    key = f"{run}-{'p' if job_type == PLAIN_JOB_TYPE else ''}{number:07d}"
                     keys.append(key)
                     payload = {"run": run, "work_ms": round(rng.uniform(*work_ms), 1),
                                **(extra or {})}
-                    batch.append(new_job(JOB_TYPE, payload, queue=queue, key=key,
+                    batch.append(new_job(job_type, payload, queue=queue, key=key,
                                          max_attempts=max_attempts))
                 added = store.enqueue_many(batch)
                 if added != len(batch):
@@ -449,26 +456,28 @@ class Report:
         return "\n".join(lines)
 
 
-def audit_ledger(report, db, run, queue, keys):
-    """The ledger checks shared by both scenarios: every job done exactly once."""
+def audit_ledger(report, db, run, queue, keys, plain_keys=()):
+    """The ledger checks shared by the scenarios: every job done, a ledger job's
+    effect exactly once. Plain jobs (no effect) count in every check but the ledger's."""
     jobs = db.query(JOB_ROWS, (queue,))
     ledger = db.query(LEDGER_ROWS, (run,))
     by_key = {row[1]: row for row in jobs}
+    all_keys = list(keys) + list(plain_keys)
     statuses = Counter(row[2] for row in jobs)
     report.figures["job statuses"] = dict(statuses)
     report.figures["max attempts used"] = max((row[3] for row in jobs), default=0)
     report.figures["max crashes"] = max((row[5] for row in jobs), default=0)
-    missing = sorted(set(keys) - set(by_key))
+    missing = sorted(set(all_keys) - set(by_key))
     report.check("none lost: every enqueued job is in the table",
-                 not missing and len(jobs) == len(keys),
+                 not missing and len(jobs) == len(all_keys),
                  f"{len(missing)} keys missing (first {missing[:5]}); {len(jobs)} rows "
-                 f"for {len(keys)} keys")
+                 f"for {len(all_keys)} keys")
     reserved = [row[0] for row in jobs if row[2] == "reserved"]
     report.check("none stuck reserved", not reserved, f"{len(reserved)} reserved: {reserved[:10]}")
     dead = [(row[0], row[6]) for row in jobs if row[2] == "dead"]
     report.check("none dead", not dead, f"{len(dead)} dead: {dead[:10]}")
     not_done = [row[0] for row in jobs if row[2] != "done"]
-    report.check("every job done", not not_done and statuses["done"] == len(keys),
+    report.check("every job done", not not_done and statuses["done"] == len(all_keys),
                  f"{len(not_done)} not done: {not_done[:10]}")
     over = [(row[0], row[3], row[4]) for row in jobs if row[3] > row[4]]
     report.check("attempts never exceed max_attempts", not over,
@@ -567,9 +576,9 @@ class Scenario:
             sup.kill_all()
         self.report.figures["wall time (s)"] = round(time.monotonic() - self.started, 1)
 
-    def enqueue(self, count, work_ms, first=0, extra=None):
+    def enqueue(self, count, work_ms, first=0, extra=None, job_type=JOB_TYPE):
         return self.db.enqueue(self.run, self.queue, count, work_ms, self.settings.max_attempts,
-                               self.rng, first=first, extra=extra)
+                               self.rng, first=first, extra=extra, job_type=job_type)
 
     def supervisor(self, name, workers, dsn=None):
         sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn,
@@ -757,16 +766,31 @@ def check_parent_rss(report, chaos, settings):
                  f"{shown[0]} MiB after warm-up, {shown[1]} MiB at the end")
 
 
+def enqueue_mixed(scenario, settings, chunk=50):
+    """Ledger and plain jobs in alternating chunks, so that fast batches and slow
+    jobs meet all through the run; (ledger keys, plain keys)."""
+    keys, plain_keys = [], []
+    for first in range(0, max(settings.jobs, settings.plain_jobs), chunk):
+        keys += scenario.enqueue(max(0, min(chunk, settings.jobs - first)), settings.work_ms(),
+                                 first=first)
+        plain_keys += scenario.enqueue(max(0, min(chunk, settings.plain_jobs - first)),
+                                       settings.plain_work_ms, first=first,
+                                       job_type=PLAIN_JOB_TYPE)
+    return keys, plain_keys
+
+
 def run_chaos(db, settings=None, workdir=None, log=None):
     """Scenario 1; returns a Report."""
     settings = settings or SoakSettings()
     with Scenario(db, "c", "chaos: one supervisor, kills, reloads, a frozen child, a database "
                   "restart", settings, workdir, log) as scenario:
         report, queue = scenario.report, scenario.queue
-        keys = scenario.enqueue(settings.jobs, settings.work_ms())
-        report.figures.update(jobs=settings.jobs, workers=settings.workers,
+        keys, plain_keys = enqueue_mixed(scenario, settings)
+        report.figures.update(jobs=settings.jobs, plain_jobs=settings.plain_jobs,
+                              workers=settings.workers,
                               work_ms=tuple(round(x) for x in settings.work_ms()))
-        scenario.log(f"enqueued {settings.jobs} jobs on queue {queue}")
+        scenario.log(f"enqueued {settings.jobs} ledger and {settings.plain_jobs} plain jobs "
+                     f"on queue {queue}")
         sup = scenario.supervisor("chaos", settings.workers)
         scenario.wait_ready(sup, settings.workers)
         chaos = Chaos(sup, db, settings, scenario.rng, scenario.log)
@@ -791,6 +815,7 @@ def run_chaos(db, settings=None, workdir=None, log=None):
             ("skipped (no restart commands)" if not db.server else "failed"),
             done_during_chaos=done_in_chaos,
             hand_backs=len(sup.events("job_handed_back")),
+            completions_written_by_the_parent=len(sup.events("job_completed_by_supervisor")),
             leases_recovered=sum(e.get("count", 0) for e in sup.events("leases_recovered")),
             worker_exits=len(sup.events("worker_exited")),
             restart_backoffs=len(sup.events("restart_backoff")))
@@ -809,7 +834,7 @@ def run_chaos(db, settings=None, workdir=None, log=None):
         code = scenario.stop_all()[-1]
         report.check("the quiet supervisor exited 0 on SIGTERM", code == 0, f"exit status {code}")
 
-        jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys)
+        jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys, plain_keys)
         check_frozen_child(report, sup, chaos, jobs, ledger, settings)
         count_reexecutions(report, scenario.executions())
         check_parent_rss(report, chaos, settings)

@@ -7,6 +7,10 @@ transaction that marks the job done, and works payload['tx_work_ms'] more
 inside that transaction (a slow effect: the job's row stays locked meanwhile).
 The execution log shows every run, re-executions included; the ledger
 (PRIMARY KEY on the idempotency key) must end with exactly one row per job.
+
+`chaos.plain` only logs its run and works payload['work_ms']: it opens no
+transaction, so the worker writes its completion, with its batch's when it
+was claimed in one (or the supervisor does, for a busy or dead child).
 """
 import os
 import time
@@ -32,12 +36,22 @@ def log_execution(job):
         os.close(fd)
 
 
-@prefork.handler("chaos.ledger")
-def ledger(job):
-    log_execution(job)
+def work(job):
     work_ms = float(job.payload.get("work_ms", 0))
     if work_ms > 0:
         time.sleep(work_ms / 1000.0)
+
+
+@prefork.handler("chaos.plain")
+def plain(job):
+    log_execution(job)
+    work(job)
+
+
+@prefork.handler("chaos.ledger")
+def ledger(job):
+    log_execution(job)
+    work(job)
     with job.transaction() as cursor:
         cursor.execute(LEDGER_INSERT, (job.idempotency_key, job.payload["run"], job.id,
                                        job.attempt, os.getpid()))
