@@ -94,9 +94,10 @@ class Store(abc.ABC):
     def ready_count(self, queues, limit):
         """How many jobs of these queues could be claimed now, counting at most `limit`."""
 
-    @abc.abstractmethod
     def complete(self, job):
-        """Mark done if the token matches and the lease is live. False if the lease was lost."""
+        """Mark one job done if the token matches and the lease is live (or it is done
+        already with this lease). False if the lease was lost."""
+        return job.id in self.complete_many([(job.id, job.lease_token)])
 
     @abc.abstractmethod
     def complete_many(self, leases):

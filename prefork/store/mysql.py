@@ -401,9 +401,6 @@ class MySQLStore(MySQLOperations, Store):
         args = [value for queue in queues for value in (queue, queue, limit)]
         return self._one(f"SELECT COUNT(*) FROM ({parts}) AS ready", args)[0]
 
-    def complete(self, job):
-        return self._rowcount(COMPLETE, (job.id, job.lease_token)) == 1
-
     @contextmanager
     def completing(self, job):
         with self._transaction() as cursor:

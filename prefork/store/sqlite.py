@@ -348,9 +348,6 @@ class SQLiteStore(SQLiteOperations, Store):
         return sum(self._read(READY_COUNT, {"queue": queue, "now": now, "limit": limit}).fetchone()[0]
                    for queue in queues)
 
-    def complete(self, job):
-        return self._write_one(COMPLETE, _lease(job)) == 1
-
     @contextmanager
     def completing(self, job):
         with self._write() as cursor:
