@@ -118,7 +118,8 @@ def _grants_arguments(parser):
 @command("grants", "Print least-privilege GRANT statements for a worker account.",
          arguments=_grants_arguments)
 def grants_command(args, config):
-    from .store.mysql import grant_statements, parse_dsn
+    from .store.mysql_schema import grant_statements
+    from .store.mysql_session import parse_dsn
     database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
     if not database:
         raise UserError("name the database with --database or --dsn")

@@ -139,8 +139,8 @@ class Worker:
         self.on_state("held", [])
 
     def save_completions(self, completed_ids):
-        """Log the outcome of the completions just written (the unsaved ones and,
-        when it was in the same write, the current job's) and tell the owner."""
+        """Log the outcome of the unsaved completions just written (the ids in
+        completed_ids were completed, the others' leases lost) and tell the owner."""
         lost = [job.id for job, _ in self.unsaved if job.id not in completed_ids]
         for job, seconds in self.unsaved:
             if job.id in completed_ids:
@@ -205,7 +205,6 @@ class Worker:
         """Write the completions of the batch's jobs and this (its last) one, with
         the next claim in the same round trip and commit when claim_next."""
         leases = self.leases(self.unsaved, job)
-        next_job, tried_next = None, claim_next
         if claim_next:
             completed, claimed = self.store.complete_and_claim(
                 leases, self.config.queues, self.identity, self.config.lease_seconds,
@@ -215,7 +214,7 @@ class Worker:
         if self.unsaved:
             self.save_completions(completed)
         next_job = self.take(claimed)
-        queue_empty = tried_next and next_job is None
+        queue_empty = claim_next and next_job is None
         if job.id not in completed:
             return self.lease_lost(job), next_job, queue_empty
         self.log_completed(job, time.monotonic() - started)

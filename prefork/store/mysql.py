@@ -1,4 +1,5 @@
-"""The MySQL 8 / MariaDB 10.6+ store, through PyMySQL. All of its SQL lives here.
+"""The MySQL 8 / MariaDB 10.6+ store, through PyMySQL: the job life cycle. Its SQL
+lives here; the schema's and the operator tables' in mysql_schema.py and mysql_ops.py.
 
 Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
 scans), in UTC, with short lock waits so that a stuck lock fails a
@@ -6,22 +7,20 @@ statement in seconds instead of hanging a worker.
 """
 import json
 import random
-import re
 import secrets
 import time
 from contextlib import contextmanager
 
 import pymysql
-from pymysql.constants import ER
 
-from ..errors import DatabaseUnavailable, LeaseLost, UserError
+from ..errors import LeaseLost
 from ..retry import hand_back_decision
-from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
+from .base import CLAIMED_COLUMNS, Store, claimed_job, queue_figures
 from .mysql_ops import MySQLOperations
-from .mysql_session import DEADLOCK_CODES, connect, error_code, micros, parse_dsn, redacted
+from .mysql_schema import MySQLSchema
+from .mysql_session import DEADLOCK_CODES, connect, error_code, micros, parse_dsn
 
 CONTENTION_RETRIES = 5
-MIGRATION_LOCK = "prefork_queue_migrate"
 
 # --- named queries -----------------------------------------------------------
 
@@ -202,25 +201,9 @@ QUEUE_STATS = (
     " WHERE status IN ('ready', 'reserved', 'dead') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
-SCHEMA_VERSIONS = "SELECT version FROM prefork_schema_migrations"
-
-CREATE_MIGRATIONS = (
-    "CREATE TABLE IF NOT EXISTS prefork_schema_migrations ("
-    " version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL,"
-    " applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB")
-
-RECORD_MIGRATION = (
-    "INSERT INTO prefork_schema_migrations (version, name, applied_at)"
-    " VALUES (%s, %s, UTC_TIMESTAMP(6))")
-
-# What a worker account may read, insert and update (no DELETE, no DDL): the
-# jobs, the supervisor registry, and the control tables (`pause` and `restart`
-# run with it too; `prune`, `discard` and `migrate` need an admin account).
-WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
-ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
 
 
-class MySQLStore(MySQLOperations, Store):
+class MySQLStore(MySQLSchema, MySQLOperations, Store):
     def __init__(self, config):
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = _bell_key(self.dsn_args["database"])
@@ -278,50 +261,6 @@ class MySQLStore(MySQLOperations, Store):
             self.conn.rollback()
             raise
         self.conn.commit()
-
-    # -- schema ---------------------------------------------------------------
-
-    @staticmethod
-    def migrations():
-        """[(version, name, sql)] from the packaged schema/mysql/NNNN_name.sql files."""
-        return packaged_migrations("mysql")
-
-    def migrate(self):
-        # DDL commits implicitly in MySQL, so two hosts are kept apart by a
-        # named server lock rather than a transaction.
-        if self._one("SELECT GET_LOCK(%s, 60)", (MIGRATION_LOCK,))[0] != 1:
-            raise DatabaseUnavailable("another migration holds the lock; try again")
-        try:
-            self._rowcount(CREATE_MIGRATIONS)
-            with self.conn.cursor() as cursor:
-                cursor.execute(SCHEMA_VERSIONS)
-                applied = {row[0] for row in cursor.fetchall()}
-            done_now = []
-            for version, name, sql in self.migrations():
-                if version in applied:
-                    continue
-                for statement in _split_statements(sql):
-                    self._rowcount(statement)
-                self._rowcount(RECORD_MIGRATION, (version, name))
-                done_now.append(version)
-            return done_now
-        finally:
-            self._one("SELECT RELEASE_LOCK(%s)", (MIGRATION_LOCK,))
-
-    def check_schema(self):
-        try:
-            with self.conn.cursor() as cursor:
-                cursor.execute(SCHEMA_VERSIONS)
-                applied = {row[0] for row in cursor.fetchall()}
-        except pymysql.err.ProgrammingError as exc:
-            if error_code(exc) == ER.NO_SUCH_TABLE:
-                raise UserError(f"no queue schema in {redacted(self.dsn_args)}: "
-                                "run `prefork-queue migrate`") from None
-            raise
-        missing = [version for version, _, _ in self.migrations() if version not in applied]
-        if missing:
-            raise UserError(f"queue schema is behind (missing version {missing[0]}): "
-                            "run `prefork-queue migrate`")
 
     # -- producing --------------------------------------------------------------
 
@@ -497,12 +436,6 @@ def _completed_ids(json_ids):
     return set(json.loads(json_ids)) if json_ids else set()
 
 
-def _split_statements(sql):
-    """Split a schema file on semicolons that end a line (our files have no procedures)."""
-    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
-    return [stmt.strip() for stmt in "\n".join(lines).split(";\n") if stmt.strip().rstrip(";")]
-
-
 def _enqueue_args(new_job):
     return (new_job.queue, new_job.type, new_job.payload_text, new_job.key, new_job.priority,
             new_job.max_attempts, new_job.run_at, micros(new_job.delay))
@@ -522,15 +455,3 @@ def bell_key_of(conn):
     """The bell key of the database an application's PyMySQL connection uses."""
     database = conn.db.decode("utf-8") if isinstance(conn.db, bytes) else conn.db
     return _bell_key(database)
-
-
-def grant_statements(user, host, database):
-    """Least privilege for a worker account: read, insert and update the queue tables only."""
-    for what, name in (("user", user), ("host", host), ("database", database)):
-        if not ACCOUNT_NAME.match(name or ""):
-            raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
-    account = f"'{user}'@'{host}'"
-    return [f"GRANT SELECT, INSERT, UPDATE ON `{database}`.`{table}` TO {account};"
-            for table in WORKER_TABLES] + [
-        f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO {account};"]
-
