@@ -84,7 +84,7 @@ def _child_main(spec):
 
     worker = Worker(store, config, on_state=on_state, waker=Waker(extra_fd=spec.wake_fd),
                     idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
-                    woken_by_parent=True)
+                    supervised=True)
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     reporter.send({"e": "ready", "connection": _connection_id(store)})

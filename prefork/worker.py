@@ -26,7 +26,7 @@ JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
 
 class Worker:
     def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None,
-                 process_id=None, woken_by_parent=False):
+                 process_id=None, supervised=False):
         self.store = store
         self.config = config
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
@@ -34,11 +34,14 @@ class Worker:
         self.identity = current_host_pid()
         self.waker = waker or Waker()
         # (first, longest) sleep when no job is ready, doubling in between.
-        # Alone, we poll; under a supervisor, the parent looks for all its
-        # children and wakes us: a sleep that ends unwoken only says again
-        # that we wait (should the parent have lost track), without a query.
+        # Alone, we poll; supervised, the parent looks for all its children
+        # and wakes us: a sleep that ends unwoken only says again that we
+        # wait (should the parent have lost track), without a query.
         self.idle_sleeps = idle_sleeps or (FIRST_IDLE_SLEEP, config.poll_interval)
-        self.woken_by_parent = woken_by_parent
+        # Supervised, a batch's completions wait for its last job: the parent
+        # writes them should a slower job hold them up, or should we die.
+        # Alone, nobody would: each is written at once.
+        self.supervised = supervised
         self.stopping = False
         self.running_handler = False
         self.processed = 0
@@ -90,7 +93,7 @@ class Worker:
                 self.on_state("waiting")
                 woken = self.waker.sleep(idle_sleep)
                 idle_sleep = min(idle_sleep * 2, self.idle_sleeps[1])
-                queue_empty = self.woken_by_parent and not woken
+                queue_empty = self.supervised and not woken
                 continue
             idle_sleep = self.idle_sleeps[0]
             outcome, job, queue_empty = self.process(job, chain_next)
@@ -195,11 +198,11 @@ class Worker:
         if job.finished:
             self.log_completed(job, time.monotonic() - started)
             return "done", None, False
-        if self.held:
+        if self.held and self.supervised:
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return "unsaved", None, False
-        return self.complete_batch(job, started, chain_next())
+        return self.complete_batch(job, started, not self.held and chain_next())
 
     def complete_batch(self, job, started, claim_next):
         """Write the completions of the batch's jobs and this (its last) one, with

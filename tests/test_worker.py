@@ -382,11 +382,11 @@ def test_lost_database_connection_ends_work_with_worker_fatal(migrated, clean_db
 
 # --- batches: completions written together -------------------------------------------
 
-def recording_worker(s, config):
+def recording_worker(s, config, supervised=True):
     """A worker whose reported states are kept, as [(state, job or list, outcome)]."""
     states = []
-    worker = Worker(s, config, on_state=lambda state, job=None, outcome=None:
-                    states.append((state, job, outcome)))
+    worker = Worker(s, config, supervised=supervised,
+                    on_state=lambda state, job=None, outcome=None: states.append((state, job, outcome)))
     worker.job_seconds = 0.001   # recent jobs were fast: claims take batches
     return worker, states
 
@@ -439,14 +439,14 @@ def session_questions(s):
     return int(s._one("SHOW SESSION STATUS LIKE 'Questions'")[1])
 
 
-@pytest.mark.parametrize("woken_by_parent", [True, False])
+@pytest.mark.parametrize("supervised", [True, False])
 def test_an_idle_worker_under_a_supervisor_waits_without_querying(store, make_config, clean_db,
-                                                                  woken_by_parent):
+                                                                  supervised):
     """The parent looks for jobs for all its children: an unwoken child only says
     again that it waits. Alone, a worker polls."""
     s = store()
     states = []
-    worker = Worker(s, make_config(), idle_sleeps=(0.02, 0.02), woken_by_parent=woken_by_parent,
+    worker = Worker(s, make_config(), idle_sleeps=(0.02, 0.02), supervised=supervised,
                     on_state=lambda state, job=None, outcome=None: states.append(state))
     before = session_questions(s)
     thread = threading.Thread(target=worker.run)
@@ -455,7 +455,22 @@ def test_an_idle_worker_under_a_supervisor_waits_without_querying(store, make_co
     worker.request_stop()
     thread.join(5)
     queries = session_questions(s) - before
-    if woken_by_parent:   # the first claim's script, and reading the counter
+    if supervised:   # the first claim's script, and reading the counter
         assert queries <= 15, queries
     else:                 # a claim's script at every look
         assert queries >= 10 * 5, queries
+
+
+def test_a_worker_alone_writes_each_completion_at_once(store, make_config, clean_db):
+    """`work` has no parent to write a batch's completions should a slow job hold
+    them up, so it writes each at once, batch or not."""
+    s = store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(3)]
+    worker, states = recording_worker(s, make_config(claim_batch=3), supervised=False)
+    job = worker.claim_next()
+    assert len(worker.held) == 2
+    assert worker.process(job)[0] == "done"
+    assert job_row(clean_db, ids[0])["status"] == "done"
+    assert worker.run(stop_when_empty=True) == 3
+    assert [job_row(clean_db, job_id)["status"] for job_id in ids] == ["done"] * 3
+    assert not [state for state, _, _ in states if state == "saved"]
