@@ -326,6 +326,11 @@ def test_extend_many_extends_only_live_leases_with_matching_tokens(backend_store
                           wrong_token], 300) == 2
     leases = [db.row(job_id)["lease_until"] for job_id in ids]
     assert (leases[0] - leases[2]).total_seconds() > 250
+    # Done under its own lease (its completion won the race) is still ours;
+    # done under another is not.
+    assert s.complete(jobs[1])
+    assert s.extend_many([(jobs[0].id, jobs[0].lease_token), (jobs[1].id, jobs[1].lease_token),
+                          (jobs[1].id, "0" * 32)], 300) == 2
 
 
 def test_hand_back_charges_a_crash_and_poisons_after_max_crashes(backend_store, db):

@@ -129,7 +129,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def extend_many(self, leases, lease_seconds):
-        """extend() for many (job_id, lease_token) pairs in one statement; returns how many held."""
+        """extend() for many (job_id, lease_token) pairs in one statement; returns how many
+        are still ours: extended now, or done already under that lease (a child may have
+        written a completion while the parent extended it)."""
 
     @abc.abstractmethod
     def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):

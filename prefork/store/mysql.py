@@ -148,6 +148,11 @@ EXTEND_MANY = (
     " updated_at = UTC_TIMESTAMP(6) WHERE status = 'reserved'"
     " AND lease_until > UTC_TIMESTAMP(6) AND ({pairs})")
 
+# Of some leases, those whose job is done under that same lease (a child may
+# have written their completions while the parent extended them).
+COUNT_DONE = ("SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (PRIMARY)"
+              " WHERE status = 'done' AND ({pairs})")
+
 # The dead worker's job, locked by its token (no lease check: the token
 # proves nobody else took it).
 LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs FORCE INDEX (PRIMARY)"
@@ -365,8 +370,11 @@ class MySQLStore(MySQLSchema, MySQLOperations, Store):
     def extend_many(self, leases, lease_seconds):
         if not leases:
             return 0
-        return self._rowcount(_for_leases(EXTEND_MANY, leases),
-                              (micros(lease_seconds),) + _flat(leases))
+        extended = self._rowcount(_for_leases(EXTEND_MANY, leases),
+                                  (micros(lease_seconds),) + _flat(leases))
+        if extended == len(leases):
+            return extended
+        return extended + self._one(_for_leases(COUNT_DONE, leases), _flat(leases))[0]
 
     def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
         with self._transaction() as cursor:

@@ -381,7 +381,12 @@ class SQLiteStore(SQLiteOperations, Store):
             times = _times(_utc_now(), lease_until=lease_seconds)
             cursor.executemany(EXTEND, [{**times, "id": job_id, "token": token}
                                         for job_id, token in leases])
-            return cursor.rowcount
+            extended = cursor.rowcount
+            if extended == len(leases):
+                return extended
+            return extended + sum(
+                cursor.execute(DONE_WITH_TOKEN, {"id": job_id, "token": token}).fetchone() is not None
+                for job_id, token in leases)
 
     def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
         with self._write() as cursor:
