@@ -292,49 +292,61 @@ def tallied(log):
     return sorted(int(line) for line in log.read_text().split()) if log.exists() else []
 
 
-# With --claim-batch 2, a new worker's claims take 1, 1, then 2 jobs at a time
-# (a claim holds about 50 ms of the recent job time): jobs 3+4, 5+6... share a batch.
+@pytest.fixture
+def warm_batch(enqueue, store, clean_db):
+    """warm_batch(*(job type, payload, priority)): run a few no-op jobs first, so
+    that the worker's recent jobs were fast (only then does it claim batches), then
+    enqueue these in one transaction, for the idle worker to claim as one batch.
+    Returns their ids, in order."""
+    def run(*specs):
+        warm = [enqueue("noop") for _ in range(12)]
+        wait_until(lambda: all(job_row(clean_db, j)["status"] == "done" for j in warm),
+                   timeout=10, message="the warm-up jobs done")
+        keys = [f"batch-{n}" for n in range(len(specs))]
+        store().enqueue_many([new_job(job_type, payload, key=key, priority=priority)
+                              for key, (job_type, payload, priority) in zip(keys, specs)])
+        return [scalar(clean_db, "SELECT id FROM prefork_jobs WHERE idempotency_key = %s", (key,))
+                for key in keys]
+    return run
+
+
 def test_a_dead_workers_done_but_unwritten_jobs_are_completed_by_the_parent(
-        supervisor, enqueue, clean_db, tmp_path):
+        supervisor, warm_batch, clean_db, tmp_path):
     log = tmp_path / "tally.log"
-    tally = [enqueue("tally", {"log": str(log)}) for _ in range(5)]
-    crash = enqueue("segv", priority=1)
-    sup = supervisor("--workers", "1", "--claim-batch", "2", "--max-crashes", "1")
+    sup = supervisor("--workers", "1", "--claim-batch", "8", "--max-crashes", "1")
+    done, crash = warm_batch(("tally", {"log": str(log)}, 0), ("segv", {}, 1))
     wait_until(lambda: job_row(clean_db, crash)["status"] == "dead", timeout=10,
                message="the crashing job dead")
-    # Job 5 ran first in the crashing job's batch: its completion was still to
-    # be written with the batch's last job when the worker died.
-    saved = sup.wait_event("job_completed_by_supervisor", job_id=tally[4])
+    # The tally job ran first in the crashing job's batch: its completion was
+    # still to be written with the batch's last job when the worker died.
+    saved = sup.wait_event("job_completed_by_supervisor", job_id=done)
     assert saved[0]["why"] == "its worker died"
-    assert tallied(log) == tally   # each ran once: none handed back to run again
-    assert all(job_row(clean_db, job_id)["status"] == "done" for job_id in tally)
-    assert job_row(clean_db, tally[4])["attempts"] == 1
+    assert tallied(log) == [done]   # it ran once: not handed back to run again
+    row = job_row(clean_db, done)
+    assert (row["status"], row["attempts"]) == ("done", 1)
 
 
 def test_done_jobs_of_a_batch_read_done_while_a_slower_job_of_it_runs(
-        supervisor, enqueue, clean_db, tmp_path):
+        supervisor, warm_batch, clean_db, tmp_path):
     log = tmp_path / "tally.log"
-    fast = [enqueue("tally", {"log": str(log)}) for _ in range(3)]
-    slow = enqueue("tally", {"log": str(log), "seconds": 4}, priority=1)
-    supervisor("--workers", "1", "--claim-batch", "2")
-    wait_until(lambda: job_row(clean_db, fast[2])["status"] == "done", timeout=3,
+    supervisor("--workers", "1", "--claim-batch", "8")
+    fast, slow = warm_batch(("tally", {"log": str(log)}, 0),
+                            ("tally", {"log": str(log), "seconds": 4}, 1))
+    wait_until(lambda: job_row(clean_db, fast)["status"] == "done", timeout=3,
                message="the fast job before the slow one written by the parent")
     assert job_row(clean_db, slow)["status"] == "reserved"
     wait_until(lambda: job_row(clean_db, slow)["status"] == "done", timeout=10)
-    assert tallied(log) == fast + [slow]
+    assert tallied(log) == [fast, slow]
 
 
-def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor, enqueue,
+def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor, warm_batch,
                                                                         clean_db):
-    fast = [enqueue("slow_ledger", {"seconds": 0}, key=f"fast{n}") for n in range(12)]
-    slow = enqueue("slow_ledger", {"seconds": 60}, key="slow", priority=1)
-    behind = [enqueue("slow_ledger", {"seconds": 0}, key=f"behind{n}", priority=2)
-              for n in range(4)]
     sup = supervisor("--workers", "1", "--claim-batch", "8", "--retry-base", "60")
+    slow, *behind = warm_batch(("slow_ledger", {"seconds": 60}, 1),
+                               *[("slow_ledger", {"seconds": 0}, 2)] * 4)
     pid = busy_child(sup, slow)
-    held = wait_until(lambda: all(job_row(clean_db, j)["status"] == "reserved" for j in behind),
-                      timeout=5, message="the jobs behind the slow one claimed in its batch")
-    assert held and all(job_row(clean_db, j)["status"] == "done" for j in fast)
+    wait_until(lambda: all(job_row(clean_db, j)["status"] == "reserved" for j in behind),
+               timeout=5, message="the jobs behind the slow one claimed in its batch")
     psutil.Process(pid).kill()
     wait_until(lambda: all(job_row(clean_db, j)["status"] == "done" for j in behind), timeout=10,
                message="the held jobs run by the replacement")
