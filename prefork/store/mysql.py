@@ -63,11 +63,17 @@ COMPLETE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6) WHERE " + LEASE_FENCE)
 
+
+def _id_table(variable, alias):
+    """A user variable's JSON array of job ids, as a table to join the jobs to."""
+    return f"JSON_TABLE({variable}, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS {alias}"
+
+
 # A claim is one round trip and one commit for a whole batch: a multi-statement
 # script that locks the next jobs, reserves them, and reads them back after
 # the commit. Each job gets its own lease token, LEFT(SHA2(secret + id), 32):
 # unpredictable without the claim's random 16-byte secret, unique per job.
-CLAIMED = "JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
+CLAIMED = _id_table("@prefork_claimed", "claimed")
 
 CLAIM_STEPS = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
@@ -107,9 +113,8 @@ COMPLETE_GROUP = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_completed FROM prefork_jobs FORCE INDEX (PRIMARY)"
     " WHERE (status = 'done' OR (status = 'reserved' AND lease_until > UTC_TIMESTAMP(6)))"
     " AND ({pairs}) FOR UPDATE;"
-    " UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY) JOIN"
-    " JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS completed"
-    " ON j.id = completed.id SET j.status = 'done', j.lease_until = NULL,"
+    " UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY) JOIN "
+    + _id_table("@prefork_completed", "completed") + " ON j.id = completed.id SET j.status = 'done', j.lease_until = NULL,"
     " j.finished_at = UTC_TIMESTAMP(6), j.updated_at = UTC_TIMESTAMP(6)"
     " WHERE j.status = 'reserved';")
 
@@ -205,7 +210,6 @@ QUEUE_STATS = (
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
     " WHERE status IN ('ready', 'reserved', 'dead') AND queue IN ({queues})"
     " GROUP BY queue, status")
-
 
 
 class MySQLStore(MySQLSchema, MySQLOperations, Store):
