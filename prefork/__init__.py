@@ -18,10 +18,10 @@ sqlite:/// DSN, sqlite3 (? placeholders).
 """
 from contextlib import closing
 
-from . import doorbell
 from .errors import LeaseLost, PermanentError
 from .jobs import Job, new_job
 from .registry import handler
+from .wakeups import doorbell
 
 __version__ = "0.1.0"
 __all__ = ["handler", "enqueue", "notify", "Job", "PermanentError", "LeaseLost"]
@@ -50,7 +50,7 @@ def _backend_for(conn):
     """The store module that speaks `conn`'s dialect (its SQL stays there)."""
     import sqlite3
     if isinstance(conn, sqlite3.Connection):
-        from .store import sqlite as backend
+        from .store.sqlite import store as backend
     else:
-        from .store import mysql as backend
+        from .store.mysql import store as backend
     return backend

@@ -2,10 +2,11 @@
 
 Backend-neutral: the stores take a validated `NewJob` and return `Job`s.
 """
+import enum
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from .errors import RejectedJob, UserError
 from .registry import JOB_TYPE_PATTERN
@@ -15,6 +16,23 @@ MAX_KEY_LENGTH = 191
 PRIORITY_RANGE = (-32768, 32767)
 MAX_DELAY = 100 * 366 * 86400      # seconds; also keeps available_at inside DATETIME
 MAX_ATTEMPTS_LIMIT = 2 ** 32 - 1   # the column is INT UNSIGNED
+
+
+class JobStatus(str, enum.Enum):
+    """A job's state. str-valued, so SQL parameters and JSON read as the words."""
+    READY = "ready"          # including delayed ones (available_at in the future)
+    RESERVED = "reserved"    # claimed under a lease
+    DONE = "done"
+    DEAD = "dead"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Lease(NamedTuple):
+    """A claim on one job: whoever holds the token may finish the job while the lease lives."""
+    job_id: int
+    token: str
 
 
 @dataclass
@@ -32,6 +50,10 @@ class Job:
     payload: Any = field(default=None, repr=False)
     finished: bool = False   # set once the completion transaction committed
     _store: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.id, self.lease_token)
 
     def transaction(self):
         """Context manager: a cursor in the transaction that marks this job done.

@@ -76,12 +76,12 @@ for _path in (str(ROOT), str(TESTS)):
 
 import psutil  # noqa: E402
 import pymysql  # noqa: E402
+from polling import poll_until  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
 
 from prefork import config as config_module  # noqa: E402
 from prefork.jobs import new_job  # noqa: E402
-from prefork.store.mysql import MySQLStore, parse_dsn  # noqa: E402
-from polling import poll_until  # noqa: E402
-from tcp_proxy import TcpProxy  # noqa: E402
+from prefork.store.mysql.store import MySQLStore, parse_dsn  # noqa: E402
 
 JOB_TYPE = "chaos.ledger"
 PLAIN_JOB_TYPE = "chaos.plain"   # no effect in the completion: written with its batch's
@@ -1071,7 +1071,7 @@ def main(argv=None):
             server = (CommandServer(args.db_stop_command, args.db_start_command)
                       if args.db_stop_command else None)
             return Database(args.dsn, server)
-        from throwaway_db import ThrowawayMariaDB   # needs mariadbd on PATH
+        from throwaway_db import ThrowawayMariaDB  # needs mariadbd on PATH
         server = ThrowawayMariaDB(workdir, database=f"pq_{name}")
         servers.append(server)
         server.setup()

@@ -22,9 +22,9 @@ import pytest
 from polling import poll_until
 
 from prefork import config as config_module
-from prefork.store.mysql import MySQLStore
-from prefork.store.sqlite import SQLiteStore
-from prefork.store.sqlite_file import decode_times, parse_dsn
+from prefork.store.mysql.store import MySQLStore
+from prefork.store.sqlite.file import decode_times, parse_dsn
+from prefork.store.sqlite.store import SQLiteStore
 
 BACKENDS = ("mysql", "sqlite")
 
@@ -35,6 +35,16 @@ SERVER = {"host": os.environ.get("PREFORK_TEST_DB_HOST", "127.0.0.1"),
           "user": os.environ.get("PREFORK_TEST_DB_USER", "root")}
 START_SERVER = ["start-stop-daemon", "--start", "--oknodo", "--background",
                 "--exec", "/usr/sbin/mariadbd"]
+
+
+FAST = Path(__file__).resolve().parent / "fast"
+
+
+def pytest_collection_modifyitems(items):
+    """tests/fast/ is the fast tier (`pytest -m fast`): pure decisions, no process or database."""
+    for item in items:
+        if FAST in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -8,7 +8,6 @@ import time
 from contextlib import contextmanager
 
 import psutil
-
 from conftest import cli_env, wait_until
 
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import psutil
-
 from conftest import cli_env, run_cli, scalar, wait_until
+
 from prefork.bench.report import MYSQL_ONLY, ROW_KEYS
 
 SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"

@@ -14,9 +14,15 @@ scenario 1 stops and restarts it, which the shared server must never see.
 import os
 
 import pytest
-
-from chaos import Database, PartitionSettings, SoakSettings, StallSettings, run_chaos, \
-    run_partition, run_stall
+from chaos import (
+    Database,
+    PartitionSettings,
+    SoakSettings,
+    StallSettings,
+    run_chaos,
+    run_partition,
+    run_stall,
+)
 from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"

@@ -10,9 +10,9 @@ import uuid
 
 import pymysql
 import pytest
+from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar
 
 from prefork.jobs import new_job
-from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar
 
 JOBS = "SELECT COUNT(*) FROM prefork_jobs"
 

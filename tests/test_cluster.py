@@ -5,9 +5,9 @@ import signal
 import time
 
 import pytest
-
 from conftest import job_row, run_cli, scalar, wait_until
 from harness import supervisor_starter, wait_gone
+
 from prefork.jobs import new_job
 
 APPS = ("--app", "ledger_app,supervised_app")

@@ -7,13 +7,14 @@ import sys
 
 import pymysql
 import pytest
-
 from conftest import APPS, job_row, wait_until
 from harness import SupervisorProcess, wait_gone
-from prefork import commands, registry, schedules
-from prefork import config as config_module
+
+from prefork import config as config_module, registry
 from prefork.errors import RejectedJob, UserError
 from prefork.jobs import new_job
+from prefork.observers import schedules
+from prefork.worker import commands
 
 PROBE = APPS / "command_probe.py"
 PYTHON = shlex.quote(sys.executable)

@@ -5,10 +5,11 @@ In process through prefork.config.load, and end to end through
 `prefork-queue config` (which needs no database).
 """
 import pytest
-
-from prefork import cli, config
-from prefork.errors import UserError
 from conftest import run_cli
+
+from prefork import config
+from prefork.cli import main as cli
+from prefork.errors import UserError
 
 PASSWORD = "pw-Do-Not-Echo-42"
 

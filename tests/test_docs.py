@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from conftest import run_cli
+
 from prefork.config import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent

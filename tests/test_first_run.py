@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import cli_env, wait_until
 from harness import wait_gone
 

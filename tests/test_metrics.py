@@ -8,17 +8,16 @@ from datetime import datetime, timedelta, timezone
 
 import psutil
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from conftest import run_cli, wait_until
 from harness import supervisor_starter
-from prefork.jobs import new_job
-from prefork.metrics import parse_address, reason_label
+from prometheus_client.parser import text_string_to_metric_families
+
 from prefork.errors import UserError
+from prefork.jobs import new_job
+from prefork.observers.metrics import parse_address, reason_label
 from prefork.retry import Decision
-from prefork.store import mysql as mysql_backend
-from prefork.store import mysql_bench
-from prefork.store import sqlite as sqlite_backend
+from prefork.store.mysql import bench as mysql_bench, store as mysql_backend
+from prefork.store.sqlite import store as sqlite_backend
 
 APP = ("--app", "prefork.examples")
 WORKER = "test-host:1"

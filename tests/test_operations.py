@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from prefork import status as status_report
+from prefork.cli import status_report as status_report
 from prefork.jobs import new_job
 from prefork.retry import Decision
 
@@ -112,5 +112,5 @@ def test_claims_record_the_supervisor(backend_store, db):
 @pytest.mark.parametrize("text,seconds", [("7d", 604800), ("12h", 43200), ("90s", 90),
                                           ("1.5m", 90), ("2w", 1209600)])
 def test_prune_durations(text, seconds):
-    from prefork.admin import duration
+    from prefork.cli.operations import duration
     assert duration(text) == seconds

@@ -5,12 +5,12 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from conftest import run_cli, wait_until
 from harness import supervisor_starter
+
 from prefork import config as config_module
 from prefork.errors import UserError
-from prefork.schedules import build, due_ticks, iso
+from prefork.observers.schedules import build, due_ticks, iso
 
 UTC = timezone.utc
 SETTINGS = "[prefork-queue]\napp = schedule_app\nworkers = 1\n"

@@ -12,16 +12,16 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from conftest import run_cli
 
 from prefork import config as config_module
 from prefork.errors import DatabaseUnavailable, UserError
 from prefork.jobs import new_job
 from prefork.logs import LOGGER
 from prefork.store import open_store
-from prefork.store.base import packaged_migrations
-from prefork.store.sqlite import SQLiteStore
-from prefork.store.sqlite_file import filesystem_type, network_filesystem, parse_dsn
-from conftest import run_cli
+from prefork.store.contract import packaged_migrations
+from prefork.store.sqlite.file import filesystem_type, network_filesystem, parse_dsn
+from prefork.store.sqlite.store import SQLiteStore
 
 PROCESSES = 8
 FORK = multiprocessing.get_context("fork")

@@ -11,12 +11,12 @@ import pymysql
 import pytest
 
 import prefork
-from prefork import doorbell
 from prefork.errors import LeaseLost, UserError
 from prefork.jobs import new_job
 from prefork.retry import Decision
-from prefork.store import mysql as mysql_store
-from prefork.store import sqlite as sqlite_store
+from prefork.store.mysql import store as mysql_store
+from prefork.store.sqlite import store as sqlite_store
+from prefork.wakeups import doorbell
 
 WORKER = "test-host:1"
 

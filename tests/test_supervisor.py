@@ -4,9 +4,9 @@ import time
 
 import psutil
 import pytest
-
 from conftest import job_row, scalar, wait_until
 from harness import process_gone, supervisor_starter, wait_gone
+
 from prefork.jobs import new_job
 
 APPS = "--app", "ledger_app,supervised_app"
@@ -270,8 +270,9 @@ def test_idle_workers_wake_at_once_for_jobs_enqueued_on_this_host(supervisor, en
                                                                     migrated):
     """Through the store, or in the application's transaction followed by
     prefork.notify(): found in well under the poll interval (30 s here)."""
-    import prefork
     from conftest import admin_connection
+
+    import prefork
     sup = supervisor("--workers", "2", "--poll-interval", "30")
     sup.wait_event("worker_ready", count=2)
     through_store = enqueue("noop")

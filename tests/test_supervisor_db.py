@@ -11,13 +11,13 @@ import time
 from datetime import datetime
 
 import pytest
-
-from prefork import config as config_module
-from prefork.jobs import new_job
-from prefork.store.mysql import MySQLStore
 from conftest import run_cli, wait_until
 from harness import SupervisorProcess, wait_gone
 from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)
+
+from prefork import config as config_module
+from prefork.jobs import new_job
+from prefork.store.mysql.store import MySQLStore
 
 WORKERS = 4
 BACKOFF_CAP = 2.0              # --restart-backoff-cap

@@ -11,13 +11,13 @@ import threading
 from contextlib import contextmanager
 
 import pytest
+from conftest import APPS, admin_connection, cli_env, job_row, run_cli, scalar, wait_until
 
 import prefork
 from prefork import logs, registry
 from prefork.errors import LeaseLost
 from prefork.jobs import new_job
-from prefork.worker import Worker
-from conftest import APPS, admin_connection, cli_env, job_row, run_cli, scalar, wait_until
+from prefork.worker.loop import Worker
 
 if str(APPS) not in sys.path:
     sys.path.insert(0, str(APPS))

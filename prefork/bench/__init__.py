@@ -3,7 +3,7 @@
 For each worker count it runs the real supervisor on a scratch queue and, on
 MySQL, the textbook one-job-per-transaction loop as a baseline; see driver.py
 for the order of things, measure.py for what is measured, report.py for the
-output. The handlers it runs are in prefork/benchjobs.py.
+output. The handlers it runs are in prefork/bench/jobs.py.
 """
 from .driver import Plan, run_bench
 

@@ -18,9 +18,9 @@ class BenchDatabase:
         self.store = open_store(config)
         if check_schema:
             self.store.check_schema()
-        backend = type(self.store).__module__
-        self.sql = importlib.import_module(backend + "_bench")   # prefork.store.mysql_bench...
-        self.is_mysql = backend.endswith(".mysql")
+        dialect = type(self.store).__module__.rsplit(".", 1)[0]   # prefork.store.mysql
+        self.sql = importlib.import_module(dialect + ".bench")   # prefork.store.mysql.bench
+        self.is_mysql = dialect.endswith(".mysql")
 
     def enqueue_many(self, jobs):
         return self.store.enqueue_many(jobs)

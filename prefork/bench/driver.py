@@ -13,18 +13,24 @@ from typing import List, Optional
 
 import psutil
 
-from ..benchjobs import NOOP, PICKUP_FILE_ENV
 from ..errors import UserError
 from ..jobs import new_job
 from ..logs import error_class
 from ..progress import Progress
 from ..store import driver_errors
 from .database import BenchDatabase
-from .measure import (PickupPlan, Throughput, measure_background, measure_idle_load,
-                      measure_pickups, measure_throughput, wait_settled)
+from .jobs import NOOP, PICKUP_FILE_ENV
+from .measure import (
+    PickupPlan,
+    Throughput,
+    measure_background,
+    measure_idle_load,
+    measure_pickups,
+    measure_throughput,
+    wait_settled,
+)
 from .processes import BaselinePool, SupervisorProcess, supervisor_env
-from .report import (MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json,
-                     render_table)
+from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
 
 MEMORY_SAMPLE_INTERVAL = 1.0
 RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell

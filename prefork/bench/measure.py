@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from ..benchjobs import PICKUP
 from ..jobs import new_job
+from .jobs import PICKUP
 from .processes import BenchError
 
 FINISH_POLL = 0.05          # seconds between counts while a batch runs

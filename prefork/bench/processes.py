@@ -1,7 +1,6 @@
 """The processes a bench run starts: the real supervisor (a subprocess) and the
 textbook baseline (forked children). Both die with the bench (PR_SET_PDEATHSIG),
 and stop() always ends them: SIGTERM, then SIGKILL after a deadline."""
-import ctypes
 import os
 import select
 import signal
@@ -13,12 +12,12 @@ import psutil
 
 from ..config import SETTINGS
 from ..errors import UserError
-from ..store.mysql_bench import textbook_loop
+from ..process_signals import die_with_parent
+from ..store.mysql.bench import textbook_loop
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 POLL = 0.02
-PR_SET_PDEATHSIG = 1
 MIB = 1024 * 1024
 # Settings the bench chooses itself for the supervisor it starts.
 CHOSEN_BY_BENCH = {"app", "queues", "workers", "log_level", "log_format", "log_file"}
@@ -26,14 +25,6 @@ CHOSEN_BY_BENCH = {"app", "queues", "workers", "log_level", "log_format", "log_f
 
 class BenchError(UserError):
     """A bench run could not go on (a process died, a deadline passed)."""
-
-
-def die_with_parent():
-    """Ask the kernel for SIGTERM when the bench dies, even by SIGKILL (Linux)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def supervisor_env(config, extra):
@@ -55,7 +46,7 @@ class SupervisorProcess:
 
     def __init__(self, workers, queue, env, log_path):
         self.workers = workers
-        self.command = [sys.executable, "-m", "prefork", "run", "--app", "prefork.benchjobs",
+        self.command = [sys.executable, "-m", "prefork", "run", "--app", "prefork.bench.jobs",
                         "--queues", queue, "--workers", str(workers), "--log-level", "warning",
                         "--log-format", "json"]
         self.env, self.log_path = env, log_path

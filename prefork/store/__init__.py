@@ -15,10 +15,10 @@ def open_store(config):
                         "(e.g. mysql://queue@127.0.0.1:3306/jobs or sqlite:///prefork-queue.db)")
     scheme = dsn.split(":", 1)[0].lower()
     if scheme in ("mysql", "mariadb"):
-        from .mysql import MySQLStore
+        from .mysql.store import MySQLStore
         return MySQLStore(config)
     if scheme == "sqlite":
-        from .sqlite import SQLiteStore
+        from .sqlite.store import SQLiteStore
         return SQLiteStore(config)
     raise UserError(f"bad DSN: unsupported scheme {scheme!r} (use mysql:// or sqlite:///)")
 

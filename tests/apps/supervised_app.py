@@ -3,8 +3,9 @@ import os
 import signal
 import time
 
-import prefork
 from ledger_app import ledger as write_ledger
+
+import prefork
 
 _hoard = []
 

@@ -23,13 +23,23 @@ import secrets
 from contextlib import closing, contextmanager
 from datetime import timedelta
 
-from ..errors import LeaseLost, UserError
-from ..retry import hand_back_decision
-from .base import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
-from .sqlite_file import (_connect, _execute_when_free, _run_at_utc, _stamp, _statements,
-                          _times, _utc_now, _warn_once, decode_times, network_filesystem,
-                          parse_dsn)
-from .sqlite_ops import SQLiteOperations
+from ...errors import LeaseLost, UserError
+from ...retry import hand_back_decision
+from ..contract import CLAIMED_COLUMNS, Store, claimed_job, packaged_migrations, queue_figures
+from .file import (
+    _connect,
+    _execute_when_free,
+    _run_at_utc,
+    _stamp,
+    _statements,
+    _times,
+    _utc_now,
+    _warn_once,
+    decode_times,
+    network_filesystem,
+    parse_dsn,
+)
+from .operations import SQLiteOperations
 
 # Connections inherited over a fork and abandoned: kept referenced so that
 # they are never finalized (closed) in a process that did not open them.

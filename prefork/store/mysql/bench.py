@@ -10,8 +10,9 @@ import time
 
 import pymysql
 
-from .mysql import MySQLStore
-from .mysql_session import DEADLOCK_CODES, error_code, micros
+from .session import DEADLOCK_CODES, error_code, micros
+from .store import MySQLStore
+
 # The textbook claim, one job per transaction: BEGIN; this SELECT; TEXTBOOK_RESERVE;
 # COMMIT. It reads the same index as ours, so the comparison is about the loop.
 TEXTBOOK_CLAIM_SELECT = (

@@ -7,9 +7,9 @@ import re
 import pymysql
 from pymysql.constants import ER
 
-from ..errors import DatabaseUnavailable, UserError
-from .base import packaged_migrations
-from .mysql_session import error_code, redacted
+from ...errors import DatabaseUnavailable, UserError
+from ..contract import packaged_migrations
+from .session import error_code, redacted
 
 MIGRATION_LOCK = "prefork_queue_migrate"
 

@@ -10,11 +10,11 @@ import time
 from collections import deque
 from contextlib import contextmanager
 
-from . import registry
-from .errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
-from .logs import current_host_pid, error_class, event
-from .retry import RetryPolicy
-from .wakeup import Waker
+from .. import registry
+from ..errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
+from ..logs import current_host_pid, error_class, event
+from ..retry import RetryPolicy
+from ..wakeups.waker import Waker
 
 FIRST_IDLE_SLEEP = 0.05
 # Seconds of expected work a worker may hold in claimed, unstarted jobs. Fast

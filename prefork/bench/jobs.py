@@ -1,4 +1,4 @@
-"""The handlers `prefork-queue bench` runs in the real supervisor (--app prefork.benchjobs).
+"""The handlers `prefork-queue bench` runs in the real supervisor (--app prefork.bench.jobs).
 
 - `bench.noop` does nothing: what is measured is the queue, not the work.
 - `bench.pickup` measures pickup latency: its payload carries the wall-clock time

@@ -17,18 +17,18 @@ import signal
 import time
 from datetime import datetime, timezone
 
-from . import child as child_module
-from . import config as config_module
-from . import doorbell, logs, observers, registry, schedules
+from .. import config as config_module, logs, observers, registry
+from ..errors import UserError
+from ..logs import event
+from ..observers import schedules
+from ..observers.titles import master_title, set_title
+from ..process_signals import BLOCKED_ACROSS_FORK, SUPERVISOR_SIGNALS
+from ..wakeups import doorbell
+from ..wakeups.waker import Waker
+from . import child as child_module, startup
 from .children import ChildProcess, describe_status
-from .errors import UserError
-from .logs import event
-from .titles import master_title, set_title
 from .upkeep import Upkeep
-from .wakeup import Waker
 
-HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGTTIN", "SIGTTOU", "SIGUSR1",
-                   "SIGCHLD")
 QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
 FIRST_RESTART_BACKOFF = 0.5
 TICK = 1.0                     # longest sleep of the main loop
@@ -95,8 +95,10 @@ class Supervisor:
             self.pending_signals.append(signum)
             self.waker.wake()
 
-        for name in HANDLED_SIGNALS:
-            signal.signal(getattr(signal, name), record)
+        for signum in SUPERVISOR_SIGNALS:
+            signal.signal(signum, record)
+        self.pending_signals.extend(startup.pending)   # those that came while we started
+        startup.pending.clear()
 
     def _dispatch_signals(self):
         while self.pending_signals:
@@ -177,7 +179,7 @@ class Supervisor:
                                       self.upkeep.process_id, max_items)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, child_module.STOP_SIGNALS)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
         pid = os.fork()
         if pid == 0:
             self._forget_parent_resources()

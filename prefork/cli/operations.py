@@ -5,11 +5,11 @@ import json
 import re
 from datetime import datetime, timezone
 
-from . import status as status_report
-from .cli import checked_store, command
-from .errors import UserError
-from .jobs import QUEUE_PATTERN
-from .progress import Progress
+from ..errors import UserError
+from ..jobs import QUEUE_PATTERN
+from ..progress import Progress
+from . import status_report as status_report
+from .main import checked_store, command
 
 ALL_HOSTS = "*"
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

@@ -37,10 +37,10 @@ from typing import Optional
 
 from croniter import CroniterError, croniter
 
-from . import commands
-from .errors import RejectedJob, UserError
-from .jobs import NewJob, new_job
-from .logs import event
+from ..errors import RejectedJob, UserError
+from ..jobs import NewJob, new_job
+from ..logs import event
+from ..worker import commands
 
 KEYS = ("type", "cron", "every", "payload", "queue", "priority", "max_attempts", "catch_up")
 CATCH_UP = ("none", "latest")

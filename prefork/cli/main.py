@@ -4,13 +4,14 @@ import json
 import signal
 import sys
 
-from . import __version__, logs, registry, schedules
-from .config import SETTINGS, example_file, load, settings_table
-from .errors import UserError
-from .jobs import new_job
-from .progress import Progress
-from .store import driver_errors, open_store
-from .worker import Worker
+from .. import __version__, logs, registry
+from ..config import SETTINGS, example_file, load, settings_table
+from ..errors import UserError
+from ..jobs import new_job
+from ..observers import schedules
+from ..progress import Progress
+from ..store import driver_errors, open_store
+from ..worker.loop import Worker
 
 DEFAULT_COMMAND = "run"
 BULK_CHUNK = 1000
@@ -68,6 +69,10 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, DEFAULT_COMMAND)
+    if argv[0] == "run":
+        # First of all: a supervisor takes its signals from its first instruction.
+        from ..supervisor.startup import catch_signals_early
+        catch_signals_early()
     for setting in SETTINGS:
         if setting.secret and any(arg.split("=", 1)[0] == setting.flag_name for arg in argv):
             # Refused by name, before argparse would echo the value in its error.
@@ -118,8 +123,8 @@ def _grants_arguments(parser):
 @command("grants", "Print least-privilege GRANT statements for a worker account.",
          arguments=_grants_arguments)
 def grants_command(args, config):
-    from .store.mysql_schema import grant_statements
-    from .store.mysql_session import parse_dsn
+    from ..store.mysql.schema import grant_statements
+    from ..store.mysql.session import parse_dsn
     database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
     if not database:
         raise UserError("name the database with --database or --dsn")
@@ -259,7 +264,7 @@ def import_handlers(config):
 
 @command("run", "Start the supervisor: fork --workers children and watch them (the default).")
 def run_command(args, config):
-    from .supervisor import Supervisor
+    from ..supervisor.loop import Supervisor
     import_handlers(config)
     return Supervisor(config, args.flags).run()
 
@@ -394,10 +399,10 @@ def _bench_arguments(parser):
          "database. An admin tool: it DELETEs its scratch rows afterwards (even after "
          "Ctrl-C), so the account needs DELETE on prefork_jobs.", arguments=_bench_arguments)
 def bench_command(args, config):
-    from .bench import Plan, run_bench
+    from ..bench import Plan, run_bench
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json)
     return run_bench(plan, config)
 
 
-from . import admin  # noqa: E402,F401  (registers the operator's commands)
+from . import operations  # noqa: E402,F401  (registers the operator's commands)

@@ -10,8 +10,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
-from ..errors import DatabaseUnavailable, UserError
-from ..logs import event
+from ...errors import DatabaseUnavailable, UserError
+from ...logs import event
 
 DSN_PREFIX = "sqlite:///"
 TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 
 import pymysql
 
-from ..errors import LeaseLost
-from ..retry import hand_back_decision
-from .base import CLAIMED_COLUMNS, Store, claimed_job, queue_figures
-from .mysql_ops import MySQLOperations
-from .mysql_schema import MySQLSchema
-from .mysql_session import DEADLOCK_CODES, connect, error_code, micros, parse_dsn
+from ...errors import LeaseLost
+from ...retry import hand_back_decision
+from ..contract import CLAIMED_COLUMNS, Store, claimed_job, queue_figures
+from .operations import MySQLOperations
+from .schema import MySQLSchema
+from .session import DEADLOCK_CODES, connect, error_code, micros, parse_dsn
 
 CONTENTION_RETRIES = 5
 

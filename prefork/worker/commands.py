@@ -23,7 +23,6 @@ stdout and stderr go to the worker's log line by line (command_output
 events), cut at MAX_LINE_BYTES and MAX_LINES per job; they are never stored
 in the jobs table.
 """
-import ctypes
 import json
 import os
 import re
@@ -36,9 +35,10 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from . import registry
-from .errors import CommandFailed, RejectedJob, UserError
-from .logs import event
+from .. import registry
+from ..errors import CommandFailed, RejectedJob, UserError
+from ..logs import event
+from ..process_signals import PARENT_ONLY_SIGNALS, preexec_die_with_parent
 
 KEYS = ("argv", "timeout", "cwd", "env")
 TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
@@ -53,10 +53,8 @@ OWN_ENV_PREFIXES = ("PREFORK_QUEUE_", "PREFORK_JOB_")
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-PR_SET_PDEATHSIG = 1
 # Ignored by a worker child (the parent acts on them); an ignored signal stays
 # ignored across exec, so the program gets them back at their default.
-INHERITED_IGNORED = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
 
 
 @dataclass(frozen=True)
@@ -286,7 +284,8 @@ def execute(spec, argv, job):
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, cwd=spec.cwd,
                                 env=command_environment(spec, job), start_new_session=True,
-                                preexec_fn=_die_with_worker(os.getpid()))
+                                preexec_fn=preexec_die_with_parent(
+                                    signal.SIGKILL, then=_restore_ignored_signals))
     except OSError as exc:
         raise CommandFailed(f"command could not start: {exc.strerror}") from None
     event("command_started", job_id=job.id, type=job.type, program=argv[0], command_pid=proc.pid)
@@ -303,20 +302,10 @@ def execute(spec, argv, job):
     return status
 
 
-def _die_with_worker(worker_pid):
-    """preexec_fn: runs in the forked program before exec. The program dies with
-    its worker (a hard timeout SIGKILLs the worker) and gets the signals the
-    worker ignores back at their default. Only async-signal-tolerant work here:
-    libc is loaded now, in the worker."""
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def prepare():
-        for signum in INHERITED_IGNORED:
-            signal.signal(signum, signal.SIG_DFL)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != worker_pid:   # the worker died before prctl took effect
-            os._exit(1)
-    return prepare
+def _restore_ignored_signals():
+    """Signals the worker ignores come back at their default in the program."""
+    for signum in PARENT_ONLY_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _stop(proc, job):

@@ -2,6 +2,7 @@
 its rows afterwards (an admin tool). The textbook baseline and the server counters
 are MySQL's only (see mysql_bench.py)."""
 from contextlib import closing
+
 BENCH_UNFINISHED = ("SELECT COUNT(*) FROM prefork_jobs"
                     " WHERE status IN ('ready', 'reserved') AND queue = :queue")
 

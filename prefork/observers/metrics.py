@@ -23,19 +23,19 @@ Metrics (a dedicated registry, nothing from the global one):
     prefork_queue_oldest_ready_age_seconds{queue}   0 when nothing is due
     prefork_queue_sampled_timestamp_seconds    when the queue figures were read
 """
+import collections
 import ipaddress
 import logging
 import os
 import re
 import time
-import collections
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from . import registry as handlers
-from .errors import UserError
-from .logs import event
+from .. import registry as handlers
+from ..errors import UserError
+from ..logs import event
 
 SAMPLE_INTERVAL = 15.0   # seconds between reads of the queue figures
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,

@@ -6,7 +6,7 @@ Times are this host's UTC clock, as stored text (see sqlite.py).
 from contextlib import closing
 from datetime import datetime
 
-from .base import SILENT_SUPERVISOR_ERROR
+from ..contract import SILENT_SUPERVISOR_ERROR
 
 REGISTER = (
     "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"

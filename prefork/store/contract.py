@@ -9,9 +9,8 @@ import abc
 from collections import Counter
 from importlib import resources
 
-from .. import doorbell
-
 from ..jobs import Job
+from ..wakeups import doorbell
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"

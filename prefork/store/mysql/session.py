@@ -5,7 +5,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pymysql
 from pymysql.constants import CLIENT, ER
 
-from ..errors import DatabaseUnavailable, UserError
+from ...errors import DatabaseUnavailable, UserError
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 

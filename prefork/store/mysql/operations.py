@@ -5,8 +5,8 @@ Every time is the server's UTC_TIMESTAMP(6), so hosts with skewed clocks agree.
 """
 import pymysql
 
-from .base import SILENT_SUPERVISOR_ERROR
-from .mysql_session import micros
+from ..contract import SILENT_SUPERVISOR_ERROR
+from .session import micros
 
 REGISTER = (
     "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"

@@ -10,11 +10,11 @@ import os
 import socket
 import time
 
-from . import __version__
-from .errors import UserError
-from .logs import error_class, event
-from .retry import RetryPolicy
-from .store import driver_errors, open_store
+from .. import __version__
+from ..errors import UserError
+from ..logs import error_class, event
+from ..retry import RetryPolicy
+from ..store import driver_errors, open_store
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0

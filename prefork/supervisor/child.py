@@ -4,7 +4,6 @@ it holds, so the parent can hand the job back if the child dies.
 
 Messages are one JSON line each, well under PIPE_BUF, so writes are atomic.
 """
-import ctypes
 import json
 import logging
 import os
@@ -15,12 +14,13 @@ from dataclasses import dataclass
 
 import psutil
 
-from .errors import UserError
-from .logs import error_class, event
-from .store import driver_errors, open_store
-from .titles import set_title, worker_title
-from .wakeup import Waker
-from .worker import Worker
+from ..errors import UserError
+from ..logs import error_class, event
+from ..observers.titles import set_title, worker_title
+from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with_parent
+from ..store import driver_errors, open_store
+from ..wakeups.waker import Waker
+from ..worker.loop import Worker
 
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error
@@ -28,10 +28,6 @@ QUICK_EXIT = 5          # SIGQUIT before the worker started: nothing held
 # Idle children wait for the parent's wake-up, saying again every so often
 # that they wait (a message to the parent, not a query).
 WAITING_REMINDER = 30.0
-PR_SET_PDEATHSIG = 1
-PARENT_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1)
-# Blocked by the parent across fork(), unblocked once the child's handlers are set.
-STOP_SIGNALS = {signal.SIGTERM, signal.SIGQUIT, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD}
 
 
 @dataclass(frozen=True)
@@ -58,10 +54,9 @@ def run_child(spec):
 
 def _child_main(spec):
     _reset_signals()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    _die_with_parent()
-    if os.getppid() != spec.parent_pid:  # the parent died before prctl took effect
-        return 0
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
+    if not die_with_parent(signal.SIGTERM, spec.parent_pid):
+        return 0   # the parent died before the request took effect
     config = spec.config
     reporter = Reporter(spec.report_fd)
     title = TitleTicker(spec.slot, config.queues)
@@ -128,24 +123,15 @@ def _connection_id(store):
 def _reset_signals():
     """Drop the parent's handlers, which would only record signals in our copy of it.
 
-    The parent alone acts on PARENT_SIGNALS (a terminal's Ctrl-C reaches the
+    The parent alone acts on PARENT_ONLY_SIGNALS (a terminal's Ctrl-C reaches the
     whole group). Until the worker exists, SIGTERM simply ends the child: it
     holds no job yet, and SIGQUIT ends it at once.
     """
-    for signum in PARENT_SIGNALS:
+    for signum in PARENT_ONLY_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     for signum in (signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
-
-
-def _die_with_parent():
-    """Ask the kernel for SIGTERM when the parent dies, even by SIGKILL (Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the reporter notices the broken pipe instead
 
 
 class Reporter:

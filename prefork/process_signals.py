@@ -1,0 +1,63 @@
+"""The signals of our processes, declared once: which the supervisor handles, which
+its children leave to it, and the parent-death signal.
+
+Every process we start (a supervisor's children, a command job's program,
+the bench's supervisor and baseline) asks for a parent-death signal, so that
+even a SIGKILL of its parent leaves no orphan behind.
+"""
+import ctypes
+import os
+import signal
+from typing import Callable, Optional
+
+PR_SET_PDEATHSIG = 1
+
+# What the supervisor handles; each has a handle_<name> method there.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+SUPERVISOR_SIGNALS = STOP_SIGNALS + (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU,
+                                     signal.SIGUSR1, signal.SIGCHLD)
+# Meant for the supervisor alone: a terminal's Ctrl-C and a `kill -HUP` of the
+# process group reach every process, and a child (and the programs it runs)
+# must leave them to the parent. A child ignores them; a command job's
+# program gets them back at their default.
+PARENT_ONLY_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGTTOU,
+                       signal.SIGUSR1)
+# Blocked by the parent across fork(), unblocked once the child's handlers are set.
+BLOCKED_ACROSS_FORK = frozenset(STOP_SIGNALS + (signal.SIGHUP, signal.SIGCHLD))
+
+
+def _libc() -> Optional[ctypes.CDLL]:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def die_with_parent(signum: int = signal.SIGTERM, parent_pid: Optional[int] = None) -> bool:
+    """Ask for `signum` when the parent dies. With parent_pid, False when that parent
+    is already gone (it died before the request took effect): the caller should exit.
+    Where the call does not exist (not Linux), nothing happens and True is returned."""
+    libc = _libc()
+    try:
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    except AttributeError:
+        pass
+    return parent_pid is None or os.getppid() == parent_pid
+
+
+def preexec_die_with_parent(signum: int = signal.SIGKILL,
+                            then: Optional[Callable[[], None]] = None) -> Callable[[], None]:
+    """A preexec_fn for subprocess: the program dies with us. libc is loaded now, in
+    the parent, so that the forked child does only async-signal-tolerant work."""
+    libc = _libc()
+    parent_pid = os.getpid()
+
+    def prepare() -> None:
+        if then is not None:
+            then()
+        if libc is not None:
+            libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent_pid:   # the parent died before the request took effect
+            os._exit(1)
+    return prepare
