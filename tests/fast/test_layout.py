@@ -1,0 +1,105 @@
+"""The layout's rules, checked on the source: no import cycle between the package's
+modules, no module over 400 lines, no class over 300 lines."""
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "prefork"
+MAX_MODULE_LINES = 400
+MAX_CLASS_LINES = 300
+
+
+def module_name(path):
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules():
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported_modules(name, path, known):
+    """The package's modules that `name` imports at module level (imports inside
+    functions are deferred on purpose and cannot make a cycle at import time)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    edges = set()
+    for target in found:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            edges.add(target)
+    return edges
+
+
+def find_cycle(graph):
+    """One import cycle as a list of modules, or None."""
+    state = {}
+
+    def visit(node, trail):
+        state[node] = "open"
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                return trail[trail.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target, trail + [target])
+                if cycle:
+                    return cycle
+        state[node] = "closed"
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start, [start])
+            if cycle:
+                return cycle
+    return None
+
+
+def import_graph():
+    known = modules()
+    graph = {}
+    for name, path in known.items():
+        # A module importing its own package's __init__ is not a cycle of ours to
+        # count: Python imports the package first anyway.
+        graph[name] = {target for target in imported_modules(name, path, known)
+                       if not name.startswith(target + ".")}
+    return graph
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_between_the_packages_modules():
+    graph = import_graph()
+    assert "prefork.supervisor.loop" in graph and graph["prefork.supervisor.loop"], \
+        "the import graph was not read"
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_no_module_over_400_lines():
+    long = {name: len(path.read_text(encoding="utf-8").splitlines())
+            for name, path in modules().items()}
+    assert {name: lines for name, lines in long.items() if lines > MAX_MODULE_LINES} == {}
+
+
+def test_no_class_over_300_lines():
+    long = {}
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
+                long[f"{name}.{node.name}"] = node.end_lineno - node.lineno + 1
+    assert long == {}
