@@ -1,0 +1,211 @@
+"""The pipe between a child and its parent: every message a child sends, and how
+it travels. The encoder and the decoder live here together, so the two sides
+cannot drift apart.
+
+A message is one line of compact JSON, a list: the kind, then the fields in
+order, e.g. ["busy",[42,"9f0c..."],"email.send","default"]. A child writes
+each with a single os.write() on a blocking pipe. POSIX makes a write of at
+most PIPE_BUF bytes (4096 on Linux) atomic: it is never interleaved with
+another write nor cut short by a signal. encode() refuses a longer line; the
+largest message we send (held, with a full claim batch of leases) fits with
+room to spare (tests/fast/test_protocol.py checks it).
+
+The parent reads what is there without blocking (LineReader) and decodes each
+complete line; a line cut across two reads waits in the buffer.
+"""
+import enum
+import json
+import os
+import select
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional, Sequence, Union
+
+from ..jobs import Lease
+
+PIPE_BUF = select.PIPE_BUF
+READ_SIZE = 65536
+
+
+class Outcome(str, enum.Enum):
+    """How a job run by a worker ended, as the worker recorded it."""
+    DONE = "done"            # completed under its lease
+    RETRY = "retry"          # failed, will run again later
+    DEAD = "dead"            # failed for good
+    LOST = "lost"            # the lease was lost: another worker owns the job now
+    RELEASED = "released"    # given back unfinished, its attempt restored (a stop)
+    UNSAVED = "unsaved"      # done, its completion to be written with its batch's last
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Kind(str, enum.Enum):
+    """The kinds of message a child sends its parent."""
+    READY = "ready"        # connected and about to claim
+    HELD = "held"          # jobs claimed in a batch, not started (replaces the last list)
+    BUSY = "busy"          # running this job now
+    WAITING = "waiting"    # no job ready: wake me when there is one
+    IDLE = "idle"          # the running job ended, with this outcome
+    SAVED = "saved"        # the unsaved completions are written; these ids were lost
+    RETIRE = "retire"      # recycle me (max-items, max-memory) when it suits the pool
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _leases(pairs: Sequence[Sequence[Any]]) -> tuple[Lease, ...]:
+    return tuple(Lease(int(job_id), str(token)) for job_id, token in pairs)
+
+
+@dataclass(frozen=True)
+class Ready:
+    kind: ClassVar[Kind] = Kind.READY
+    connection: Optional[int]   # the database's id of the child's session (None: unknown)
+
+    def fields(self) -> list[Any]:
+        return [self.connection]
+
+    @classmethod
+    def from_fields(cls, connection: Optional[int]) -> "Ready":
+        return cls(connection)
+
+
+@dataclass(frozen=True)
+class Held:
+    kind: ClassVar[Kind] = Kind.HELD
+    leases: tuple[Lease, ...]
+
+    def fields(self) -> list[Any]:
+        return [[list(lease) for lease in self.leases]]
+
+    @classmethod
+    def from_fields(cls, leases: Sequence[Sequence[Any]]) -> "Held":
+        return cls(_leases(leases))
+
+
+@dataclass(frozen=True)
+class Busy:
+    kind: ClassVar[Kind] = Kind.BUSY
+    lease: Lease
+    type: str
+    queue: str
+
+    def fields(self) -> list[Any]:
+        return [list(self.lease), self.type, self.queue]
+
+    @classmethod
+    def from_fields(cls, lease: Sequence[Any], job_type: str, queue: str) -> "Busy":
+        return cls(_leases([lease])[0], job_type, queue)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    kind: ClassVar[Kind] = Kind.WAITING
+
+    def fields(self) -> list[Any]:
+        return []
+
+    @classmethod
+    def from_fields(cls) -> "Waiting":
+        return cls()
+
+
+@dataclass(frozen=True)
+class Idle:
+    kind: ClassVar[Kind] = Kind.IDLE
+    outcome: Outcome
+
+    def fields(self) -> list[Any]:
+        return [self.outcome.value]
+
+    @classmethod
+    def from_fields(cls, outcome: str) -> "Idle":
+        return cls(Outcome(outcome))
+
+
+@dataclass(frozen=True)
+class Saved:
+    kind: ClassVar[Kind] = Kind.SAVED
+    lost: tuple[int, ...]   # ids of the unsaved jobs whose lease was lost
+
+    def fields(self) -> list[Any]:
+        return [list(self.lost)]
+
+    @classmethod
+    def from_fields(cls, lost: Sequence[int]) -> "Saved":
+        return cls(tuple(int(job_id) for job_id in lost))
+
+
+@dataclass(frozen=True)
+class Retire:
+    kind: ClassVar[Kind] = Kind.RETIRE
+    reason: str   # max-items or max-memory
+
+    def fields(self) -> list[Any]:
+        return [self.reason]
+
+    @classmethod
+    def from_fields(cls, reason: str) -> "Retire":
+        return cls(reason)
+
+
+Message = Union[Ready, Held, Busy, Waiting, Idle, Saved, Retire]
+MESSAGE_TYPES: dict[Kind, type[Message]] = {
+    message_type.kind: message_type
+    for message_type in (Ready, Held, Busy, Waiting, Idle, Saved, Retire)}
+
+
+class ProtocolError(ValueError):
+    """A line that is no message of ours, or a message too long for one atomic write."""
+
+
+def encode(message: Message) -> bytes:
+    """One message as its line, newline included."""
+    line = json.dumps([message.kind.value, *message.fields()], separators=(",", ":"))
+    data = line.encode("utf-8") + b"\n"
+    if len(data) > PIPE_BUF:
+        raise ProtocolError(f"{message.kind} message of {len(data)} bytes exceeds PIPE_BUF")
+    return data
+
+
+def decode(line: bytes) -> Message:
+    """One line (without its newline) as the message it encodes."""
+    try:
+        kind, *values = json.loads(line)
+        return MESSAGE_TYPES[Kind(kind)].from_fields(*values)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ProtocolError(f"not a message: {line[:80]!r}") from exc
+
+
+def send(fd: int, message: Message) -> bool:
+    """Write one message to the pipe; False when the reader (the parent) is gone."""
+    try:
+        os.write(fd, encode(message))
+        return True
+    except OSError:
+        return False
+
+
+class LineReader:
+    """The parent's end of one pipe: reads what is there, returns complete messages."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def read(self) -> list[Message]:
+        """The messages complete so far; the fd must be non-blocking."""
+        try:
+            while True:
+                chunk = os.read(self.fd, READ_SIZE)
+                if not chunk:
+                    break
+                self.buffer += chunk
+        except BlockingIOError:
+            pass
+        return self.feed(b"")
+
+    def feed(self, data: bytes) -> list[Message]:
+        """Add bytes read elsewhere; returns the messages whose line is now complete."""
+        *lines, self.buffer = (self.buffer + data).split(b"\n")
+        return [decode(line) for line in lines if line]

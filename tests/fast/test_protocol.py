@@ -1,0 +1,101 @@
+"""The pipe protocol between a child and its parent: every kind round-trips, and
+the largest message still fits one atomic write."""
+import os
+import secrets
+import select
+
+import pytest
+
+from prefork.config import MAX_CLAIM_BATCH
+from prefork.jobs import Lease
+from prefork.supervisor import protocol
+from prefork.supervisor.protocol import Kind, Outcome
+
+LARGEST_ID = 2 ** 64 - 1   # BIGINT UNSIGNED
+TOKEN_LENGTH = len(secrets.token_hex(16))   # as the stores make them
+
+
+def lease(job_id=LARGEST_ID):
+    return Lease(job_id, secrets.token_hex(16))
+
+
+# One example of every kind; a kind added without one fails the test below.
+EXAMPLES = {
+    Kind.READY: [protocol.Ready(1234), protocol.Ready(None)],
+    Kind.HELD: [protocol.Held((lease(7), lease(8))), protocol.Held(())],
+    Kind.BUSY: [protocol.Busy(lease(42), "email.send", "default")],
+    Kind.WAITING: [protocol.Waiting()],
+    Kind.IDLE: [protocol.Idle(outcome) for outcome in Outcome],
+    Kind.SAVED: [protocol.Saved((3, 5)), protocol.Saved(())],
+    Kind.RETIRE: [protocol.Retire("max-items")],
+}
+
+
+@pytest.mark.parametrize("kind", list(Kind))
+def test_every_kind_round_trips(kind):
+    assert protocol.MESSAGE_TYPES[kind].kind is kind
+    assert EXAMPLES.get(kind), f"no example of {kind}: add one to EXAMPLES"
+    for message in EXAMPLES[kind]:
+        line = protocol.encode(message)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        decoded = protocol.decode(line.rstrip(b"\n"))
+        assert decoded == message and type(decoded) is type(message)
+
+
+def test_decoded_leases_and_outcomes_are_typed():
+    held = protocol.decode(protocol.encode(protocol.Held((lease(7),))).rstrip())
+    assert isinstance(held.leases[0], Lease)
+    idle = protocol.decode(protocol.encode(protocol.Idle(Outcome.DEAD)).rstrip())
+    assert idle.outcome is Outcome.DEAD and idle.outcome == "dead"
+
+
+def test_the_largest_messages_fit_one_atomic_write():
+    assert TOKEN_LENGTH == 32
+    full_batch = protocol.Held(tuple(lease(LARGEST_ID - n) for n in range(MAX_CLAIM_BATCH)))
+    busy = protocol.Busy(lease(), "t" * 128, "q" * 64)
+    for message in (full_batch, busy):
+        assert len(protocol.encode(message)) <= select.PIPE_BUF
+
+
+def test_a_message_over_pipe_buf_is_refused():
+    with pytest.raises(protocol.ProtocolError):
+        protocol.encode(protocol.Held(tuple(lease() for _ in range(4 * MAX_CLAIM_BATCH))))
+
+
+def test_a_line_that_is_no_message_is_a_protocol_error():
+    for line in (b"{", b'["nonsense"]', b'["busy",1]', b"[]"):
+        with pytest.raises(protocol.ProtocolError):
+            protocol.decode(line)
+
+
+def test_the_reader_waits_for_the_end_of_a_line():
+    messages = [protocol.Busy(lease(1), "a", "default"), protocol.Idle(Outcome.DONE)]
+    data = b"".join(protocol.encode(message) for message in messages)
+    reader = protocol.LineReader(-1)
+    cut = len(data) // 3
+    assert reader.feed(data[:cut]) == []
+    assert reader.feed(data[cut:]) == messages
+    assert reader.buffer == b""
+
+
+def test_send_and_read_through_a_pipe():
+    read_fd, write_fd = os.pipe()
+    try:
+        os.set_blocking(read_fd, False)
+        reader = protocol.LineReader(read_fd)
+        assert reader.read() == []
+        assert protocol.send(write_fd, protocol.Waiting())
+        assert protocol.send(write_fd, protocol.Retire("max-memory"))
+        assert reader.read() == [protocol.Waiting(), protocol.Retire("max-memory")]
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_send_says_when_the_parent_is_gone():
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    try:
+        assert not protocol.send(write_fd, protocol.Waiting())
+    finally:
+        os.close(write_fd)
