@@ -8,7 +8,7 @@ import configparser
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
 from .errors import UserError
 
@@ -18,33 +18,35 @@ FILE_SECTION = "prefork-queue"
 # [command:TYPE] job types that run a program. Their keys are checked by the
 # modules that use them (schedules.py, commands.py).
 NAMED_SECTION_KINDS = ("schedule", "command")
+# {(kind, name): {key: raw text}} of those sections.
+Sections = dict[tuple[str, str], dict[str, str]]
 # A batch's jobs travel in one statement and in one message to the parent,
 # which must stay under PIPE_BUF (4096 bytes) to be written whole.
 MAX_CLAIM_BATCH = 64
 
 
-def _positive_int(text):
+def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError("must be at least 1")
     return value
 
 
-def _claim_batch(text):
+def _claim_batch(text: str) -> int:
     value = _positive_int(text)
     if value > MAX_CLAIM_BATCH:
         raise ValueError(f"must be at most {MAX_CLAIM_BATCH}")
     return value
 
 
-def _non_negative_int(text):
+def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise ValueError("must not be negative")
     return value
 
 
-def _non_negative_float(text):
+def _non_negative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:  # also rejects NaN
         raise ValueError("must not be negative")
@@ -53,7 +55,7 @@ def _non_negative_float(text):
     return value
 
 
-def _positive_float(text):
+def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise ValueError("must be greater than 0")
@@ -62,14 +64,14 @@ def _positive_float(text):
     return value
 
 
-def _word_list(text):
+def _word_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
     if isinstance(text, (list, tuple)):
         return list(text)
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 
-def _choice(*allowed):
-    def parse(text):
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
         if text not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return text
@@ -89,15 +91,15 @@ class Setting:
     metavar: Optional[str] = None
 
     @property
-    def env_name(self):
+    def env_name(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
     @property
-    def flag_name(self):
+    def flag_name(self) -> str:
         return "--" + self.name.replace("_", "-")
 
 
-SETTINGS = [
+SETTINGS: list[Setting] = [
     # database
     Setting("dsn", str, "sqlite:///prefork-queue.db", "Database URL: sqlite:///relative.db, "
             "sqlite:////absolute.db (one host), or mysql://user@host:3306/db (no password in it).",
@@ -182,38 +184,39 @@ SETTINGS = [
             metavar="PATH"),
 ]
 
-BY_NAME = {setting.name: setting for setting in SETTINGS}
+BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
 
 class Config:
     """The effective settings: attribute access, plus where each value came from."""
 
-    def __init__(self, values, sources, path=None, sections=None):
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str],
+                 path: Optional[str] = None, sections: Optional[Sections] = None) -> None:
         self._values = dict(values)
         self._sources = dict(sources)
         self.path = path
-        self.sections = sections or {}   # {(kind, name): {key: raw text}}, see NAMED_SECTION_KINDS
+        self.sections: Sections = sections or {}   # see NAMED_SECTION_KINDS
 
-    def named(self, kind):
+    def named(self, kind: str) -> dict[str, dict[str, str]]:
         """{name: {key: raw text}} of the [kind:name] sections of the config file."""
         return {name: keys for (section_kind, name), keys in self.sections.items()
                 if section_kind == kind}
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self._values[name]
         except KeyError:
             raise AttributeError(name) from None
 
-    def source(self, name):
+    def source(self, name: str) -> str:
         return self._sources[name]
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> "Config":
         values = dict(self._values, **changes)
         sources = dict(self._sources, **{name: "override" for name in changes})
         return Config(values, sources, self.path, self.sections)
 
-    def describe(self):
+    def describe(self) -> list[tuple[str, str, str]]:
         """(name, shown value, source) rows with secrets masked, for `prefork-queue config`."""
         rows = []
         for setting in SETTINGS:
@@ -227,10 +230,10 @@ class Config:
             rows.append((setting.name, shown, self._sources[setting.name]))
         return rows
 
-    def password(self):
+    def password(self) -> Optional[str]:
         """The database password from the environment or the password file, or None."""
         if self.db_password:
-            return self.db_password
+            return str(self.db_password)
         if self.db_password_file:
             try:
                 with open(self.db_password_file, encoding="utf-8") as handle:
@@ -241,14 +244,14 @@ class Config:
         return None
 
 
-def _parse(setting, raw, where):
+def _parse(setting: Setting, raw: str, where: str) -> Any:
     try:
         return setting.parse(raw)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{where}: invalid value for {setting.name}: {exc}") from None
 
 
-def read_file(path):
+def read_file(path: str) -> tuple[dict[str, str], Sections]:
     """(settings, named sections) from the config file: the raw key/value pairs of
     its [prefork-queue] section, and {(kind, name): {key: value}} of the others.
 
@@ -264,8 +267,8 @@ def read_file(path):
     except configparser.Error as exc:
         first_line = str(exc).splitlines()[0]
         raise UserError(f"config file {path!r} is not valid: {first_line}") from None
-    named = {}
-    unknown_sections = []
+    named: Sections = {}
+    unknown_sections: list[str] = []
     for section in parser.sections():
         kind, _, name = section.partition(":")
         if kind in NAMED_SECTION_KINDS and name.strip():
@@ -286,32 +289,35 @@ def read_file(path):
     return raw, named
 
 
-def load(flags=None, path=None, environ=None):
+def load(flags: Optional[Mapping[str, Optional[str]]] = None, path: Optional[str] = None,
+         environ: Optional[Mapping[str, str]] = None) -> Config:
     """Build the effective Config from defaults, file, environment and flags."""
     flags = flags or {}
     environ = os.environ if environ is None else environ
     path = path or environ.get(ENV_PREFIX + "CONFIG") or None
     from_file, sections = read_file(path) if path else ({}, {})
-    values, sources = {}, {}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for setting in SETTINGS:
         value, source = setting.default, "default"
         if setting.name in from_file:
             value, source = _parse(setting, from_file[setting.name], f"config file {path!r}"), "file"
         if setting.env_name in environ:
             value, source = _parse(setting, environ[setting.env_name], setting.env_name), "env"
-        if flags.get(setting.name) is not None:
-            value, source = _parse(setting, flags[setting.name], setting.flag_name), "flag"
+        flag = flags.get(setting.name)
+        if flag is not None:
+            value, source = _parse(setting, flag, setting.flag_name), "flag"
         values[setting.name], sources[setting.name] = value, source
     return Config(values, sources, path, sections)
 
 
-def _shown_default(setting):
+def _shown_default(setting: Setting) -> str:
     if isinstance(setting.default, list):
         return ",".join(setting.default)
     return "" if setting.default is None else str(setting.default)
 
 
-def settings_table():
+def settings_table() -> str:
     """Every setting as a Markdown table, for the README."""
     rows = ["| flag | env / file key | default | meaning |", "|---|---|---|---|"]
     for setting in SETTINGS:
@@ -321,7 +327,7 @@ def settings_table():
     return "\n".join(rows) + "\n"
 
 
-def example_file():
+def example_file() -> str:
     """A config file listing every setting, commented out at its default, by section."""
     lines = ["# prefork-queue configuration (INI). Precedence: this file < environment",
              "# (PREFORK_QUEUE_<NAME>) < command-line flags. Generated by",

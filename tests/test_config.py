@@ -5,6 +5,7 @@ In process through prefork.config.load, and end to end through
 `prefork-queue config` (which needs no database).
 """
 import pytest
+from cli_checks import assert_refused
 from conftest import run_cli
 
 from prefork import config
@@ -28,15 +29,6 @@ def shown_settings(stdout):
         value, source = rest.rsplit("#", 1)
         shown[name] = (value.strip(), source.strip())
     return shown
-
-
-def assert_one_line_error(result, *words):
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr and result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 # --- precedence ---------------------------------------------------------------------
@@ -85,6 +77,20 @@ def test_precedence_end_to_end_through_the_config_command(tmp_path):
     assert set(shown) == {setting.name for setting in config.SETTINGS}
 
 
+def test_settings_flags_work_before_the_command_and_after_it_wins(tmp_path):
+    path = write_conf(tmp_path, CONF)
+    other = write_conf(tmp_path, "[prefork-queue]\nmax_attempts = 3\n", "other.ini")
+    result = run_cli("--config", path, "--retry-base", "4", "--log-level=debug", "config",
+                     "--retry-base", "5")
+    assert result.returncode == 0, result.stderr
+    shown = shown_settings(result.stdout)
+    assert shown["poll_interval"] == ("2.5", "file")      # --config before the command
+    assert shown["log_level"] == ("debug", "flag")         # --flag=value before it
+    assert shown["retry_base"] == ("5.0", "flag")          # given on both sides: after wins
+    both = shown_settings(run_cli("--config", path, "config", "--config", other).stdout)
+    assert both["max_attempts"] == ("3", "file") and both["poll_interval"][1] == "default"
+
+
 # --- the config file --------------------------------------------------------------------
 
 @pytest.mark.parametrize("text,words", [
@@ -105,14 +111,14 @@ def test_bad_config_file_is_a_one_line_error(tmp_path, text, words):
     assert "\n" not in message and path in message
     for word in words:
         assert word in message, message
-    assert_one_line_error(run_cli("config", "--config", path), *words)
+    assert_refused(run_cli("config", "--config", path), *words)
 
 
 def test_missing_config_file_is_a_one_line_error(tmp_path):
     missing = str(tmp_path / "nope.ini")
-    assert_one_line_error(run_cli("config", "--config", missing), "cannot read config file",
+    assert_refused(run_cli("config", "--config", missing), "cannot read config file",
                           "nope.ini")
-    assert_one_line_error(run_cli("config", PREFORK_QUEUE_CONFIG=missing), "nope.ini")
+    assert_refused(run_cli("config", PREFORK_QUEUE_CONFIG=missing), "nope.ini")
 
 
 def test_an_empty_or_sectionless_file_means_defaults(tmp_path):
@@ -128,14 +134,18 @@ def test_db_password_in_the_config_file_is_refused_without_echoing_it(tmp_path):
     with pytest.raises(UserError, match="PREFORK_QUEUE_DB_PASSWORD"):
         config.load({}, path=path, environ={})
     result = run_cli("config", "--config", path)
-    assert_one_line_error(result, "db_password", "PREFORK_QUEUE_DB_PASSWORD")
+    assert_refused(result, "db_password", "PREFORK_QUEUE_DB_PASSWORD")
     assert PASSWORD not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["--db-password", PASSWORD], [f"--db-password={PASSWORD}"]])
+@pytest.mark.parametrize("args", [
+    ["config", "--db-password", PASSWORD], ["config", f"--db-password={PASSWORD}"],
+    ["--db-password", PASSWORD, "config"], [f"--db-password={PASSWORD}", "status"],
+    ["--workers", "2", "--db-password", PASSWORD],
+])
 def test_there_is_no_db_password_flag(args):
-    result = run_cli("config", *args)
-    assert_one_line_error(result, "--db-password", "PREFORK_QUEUE_DB_PASSWORD")
+    result = run_cli(*args)
+    assert_refused(result, "--db-password", "PREFORK_QUEUE_DB_PASSWORD")
     assert PASSWORD not in result.stderr  # and, exit 2: not taken for --db-password-file
 
 
@@ -143,11 +153,13 @@ def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
     secrets = [setting for setting in config.SETTINGS if setting.secret]
     assert secrets and not any(setting.flag for setting in secrets)
     parser = cli.build_parser()
-    for name in cli.COMMANDS:
-        sub = parser._subparsers._group_actions[0].choices[name]
+    commands = parser._subparsers._group_actions[0].choices
+    assert set(commands) == set(cli.COMMANDS) and "run" in commands
+    for sub in [parser, *commands.values()]:
         options = {option for action in sub._actions for option in action.option_strings}
-        assert "--db-password" not in options and "--db-password-file" in options
-    assert_one_line_error(run_cli("config", "--db-pass", "x"), "unrecognized", "--db-pass")
+        assert "--db-password" not in options and "--db-password-file" in options, sub.prog
+    assert_refused(run_cli("config", "--db-pass", "x"), "unrecognized", "--db-pass")
+    assert_refused(run_cli("--db-pass=x", "config"), "unrecognized", "--db-pass")
 
 
 def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
@@ -185,12 +197,16 @@ def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
     (["--no-such-setting", "1"], {}, ["unrecognized arguments", "--no-such-setting"]),
 ])
 def test_invalid_values_are_one_line_errors(args, env, words):
-    assert_one_line_error(run_cli("config", *args, **env), *words)
+    assert_refused(run_cli("config", *args, **env), *words)
+    if "--no-such-setting" not in args:   # unknown, it cannot say whether "1" is its value
+        assert_refused(run_cli(*args, "config", **env), *words)
 
 
 def test_invalid_values_are_refused_before_the_database_is_touched(tmp_path):
     # No server at this DSN: the value error must come first, and alone.
     result = run_cli("enqueue", "noop", "--max-attempts", "0",
                      dsn="mysql://root@127.0.0.1:1/nowhere")
-    assert_one_line_error(result, "max_attempts")
+    assert_refused(result, "max_attempts")
     assert "connect" not in result.stderr
+    before = run_cli("--max-attempts", "0", "enqueue", "noop", dsn="mysql://root@127.0.0.1:1/nowhere")
+    assert_refused(before, "max_attempts")

@@ -1,15 +1,21 @@
 """The operator's commands for many hosts on one database: status, restart,
-pause, resume, prune, discard. Registered on the command line by cli.py."""
+pause, resume, prune, discard."""
 import argparse
 import json
 import re
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
+from ..config import Config
 from ..errors import UserError
 from ..jobs import QUEUE_PATTERN
 from ..progress import Progress
 from . import status_report as status_report
-from .main import checked_store, command
+from .helpers import checked_store
+from .parser import command
+
+if TYPE_CHECKING:
+    from ..store.contract import Store
 
 ALL_HOSTS = "*"
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
@@ -17,7 +23,7 @@ UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 PRUNE_BATCH = 1000
 
 
-def duration(text):
+def duration(text: str) -> float:
     """7d, 12h, 30m, 90s, 2w -> seconds."""
     match = DURATION.match(text.strip())
     if not match:
@@ -25,7 +31,7 @@ def duration(text):
     return float(match.group(1)) * UNIT_SECONDS[match.group(2)]
 
 
-def utc_time(text):
+def utc_time(text: str) -> datetime:
     """An ISO time, read as UTC when it names no zone; naive UTC for the store."""
     try:
         moment = datetime.fromisoformat(text)
@@ -36,25 +42,25 @@ def utc_time(text):
     return moment
 
 
-def queue_name(text):
+def queue_name(text: str) -> str:
     if not QUEUE_PATTERN.match(text):
         raise argparse.ArgumentTypeError(f"invalid queue name {text!r}")
     return text
 
 
-def _status_arguments(parser):
+def _status_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
 
 @command("status", "Supervisors on every host and what their workers do; per queue: ready, "
          "delayed, reserved, dead, done in the last hour, oldest ready job.",
          arguments=_status_arguments)
-def status_command(args, config):
+def status_command(args: argparse.Namespace, config: Config) -> None:
     report = status_report.build(checked_store(config).status(status_report.DONE_WINDOW))
     print(json.dumps(report, indent=2, default=str) if args.json else status_report.render(report))
 
 
-def _restart_arguments(parser):
+def _restart_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=ALL_HOSTS, help="Only this host (default: every host).")
     parser.add_argument("--at", type=utc_time, metavar="TIME",
                         help="Replace children started before TIME (UTC; default: now). "
@@ -64,30 +70,30 @@ def _restart_arguments(parser):
 @command("restart", "Replace, gracefully and one at a time, every worker started before now "
          "(for deploys); workers started after the request keep running.",
          arguments=_restart_arguments)
-def restart_command(args, config):
+def restart_command(args: argparse.Namespace, config: Config) -> None:
     requested = checked_store(config).request_restart(args.host, args.at)
     where = "every host" if args.host == ALL_HOSTS else f"host {args.host}"
     print(f"restart requested for {where}: workers started before {requested} UTC are replaced")
 
 
-def _queue_arguments(parser):
+def _queue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("queue", type=queue_name, metavar="QUEUE")
 
 
 @command("pause", "Stop every host from claiming jobs of QUEUE (running jobs finish).",
          arguments=_queue_arguments)
-def pause_command(args, config):
+def pause_command(args: argparse.Namespace, config: Config) -> None:
     checked_store(config).set_paused(args.queue, True)
     print(f"queue {args.queue} paused")
 
 
 @command("resume", "Let hosts claim jobs of QUEUE again.", arguments=_queue_arguments)
-def resume_command(args, config):
+def resume_command(args: argparse.Namespace, config: Config) -> None:
     checked_store(config).set_paused(args.queue, False)
     print(f"queue {args.queue} resumed")
 
 
-def _prune_arguments(parser):
+def _prune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--done-older-than", type=duration, metavar="AGE",
                         help="Delete done jobs finished longer ago, e.g. 7d.")
     parser.add_argument("--dead-older-than", type=duration, metavar="AGE",
@@ -97,7 +103,7 @@ def _prune_arguments(parser):
 @command("prune", "Delete old done (and dead) jobs and old supervisor records in bounded "
          "batches. For an admin account: the worker account has no DELETE.",
          arguments=_prune_arguments)
-def prune_command(args, config):
+def prune_command(args: argparse.Namespace, config: Config) -> None:
     if args.done_older_than is None and args.dead_older_than is None:
         raise UserError("say what to prune: --done-older-than AGE and/or --dead-older-than AGE")
     store = checked_store(config)
@@ -109,7 +115,7 @@ def prune_command(args, config):
     print(f"deleted {records} old supervisor records")
 
 
-def _prune_status(store, status, age):
+def _prune_status(store: "Store", status: str, age: float) -> int:
     progress = Progress(store.count_finished(status, age), f"prune {status}")
     deleted = 0
     while True:
@@ -122,13 +128,13 @@ def _prune_status(store, status, age):
     return deleted
 
 
-def _discard_arguments(parser):
+def _discard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="+", type=int, metavar="ID")
 
 
 @command("discard", "Delete dead jobs for good (other jobs are left alone).",
          arguments=_discard_arguments)
-def discard_command(args, config):
+def discard_command(args: argparse.Namespace, config: Config) -> None:
     count = checked_store(config).discard_dead(args.ids)
     print(f"discarded {count} dead jobs" + ("" if count == len(args.ids) else
                                             f" ({len(args.ids) - count} were not dead or absent)"))

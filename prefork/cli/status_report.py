@@ -2,17 +2,22 @@
 raw status rows, as a table for people or JSON for scripts."""
 import json
 from datetime import datetime
+from typing import Any, Sequence
+
+# {"supervisors": [...], "queues": {name: {column: value}}}, as JSON prints it.
+Report = dict[str, Any]
+Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
 QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "done_last_hour")
 
 
-def build(raw):
+def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], Any]) -> Report:
     """The report from Store.status(): {"supervisors": [...], "queues": {...}}."""
     processes, live, done, paused = raw
-    queues = {}
+    queues: dict[str, Row] = {}
 
-    def queue(name):
+    def queue(name: str) -> Row:
         return queues.setdefault(name, dict.fromkeys(QUEUE_COLUMNS, 0,) | {
             "oldest_ready_age_s": None, "jobs_per_min": 0.0, "paused": name in paused})
 
@@ -33,7 +38,7 @@ def build(raw):
             "queues": dict(sorted(queues.items()))}
 
 
-def _supervisor(process):
+def _supervisor(process: Row) -> Row:
     return {"id": process["id"], "host": process["host"], "pid": process["pid"],
             "queues": process["queues"].split(","), "workers": process["workers"],
             "version": process["version"], "started_at": _text(process["started_at"]),
@@ -41,11 +46,11 @@ def _supervisor(process):
             "children": json.loads(process["children"] or "[]")}
 
 
-def _text(moment):
+def _text(moment: Any) -> Any:
     return moment.isoformat(sep=" ", timespec="seconds") if isinstance(moment, datetime) else moment
 
 
-def render(report):
+def render(report: Report) -> str:
     """The report as text for a terminal."""
     lines = ["SUPERVISORS"]
     if not report["supervisors"]:

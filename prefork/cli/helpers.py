@@ -1,0 +1,40 @@
+"""What several commands do with the loaded config: open a checked store, import
+the application's handlers."""
+import logging
+from typing import TYPE_CHECKING
+
+from .. import logs, registry
+from ..config import Config
+from ..errors import UserError
+from ..observers import schedules
+from ..store import open_store
+
+if TYPE_CHECKING:
+    from ..store.contract import Store
+
+EXAMPLE_APP = "prefork.examples"
+
+
+def checked_store(config: Config) -> "Store":
+    """The store, after checking that its schema is current."""
+    store = open_store(config)
+    store.check_schema()
+    return store
+
+
+def import_handlers(config: Config) -> None:
+    """Import the application; refuse to work without handlers, which would send
+    every job to dead as an unknown type.
+
+    A first run with nothing configured (no --app, the default SQLite file)
+    gets the example handlers, so `prefork-queue --workers 8` shows jobs flow.
+    """
+    apps = config.app
+    if not apps and config.source("dsn") == "default":
+        apps = [EXAMPLE_APP]
+        logs.event("example_handlers", level=logging.WARNING, app=EXAMPLE_APP,
+                   note="no --app given: running the shipped example handlers")
+    registry.import_apps(apps)
+    schedules.validate(config)   # [command:*] types, then [schedule:*]
+    if not registry.registered_types():
+        raise UserError("no job handlers registered: name your handler module(s) with --app")

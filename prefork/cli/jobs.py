@@ -1,0 +1,183 @@
+"""Producing and handling jobs: enqueue, work, failed, retry, show."""
+import argparse
+import json
+import logging
+import signal
+from types import FrameType
+from typing import Any, Iterable, Optional
+
+from .. import logs, registry
+from ..config import Config
+from ..errors import UserError
+from ..jobs import NewJob, new_job
+from ..progress import Progress
+from ..store import driver_errors
+from .exit_codes import ExitCode
+from .helpers import checked_store, import_handlers
+from .parser import command, whole_number
+
+BULK_CHUNK = 1000
+JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts"}
+
+
+# --- producing --------------------------------------------------------------------
+
+def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("type", nargs="?", metavar="TYPE", help="Job type (a registered handler name).")
+    parser.add_argument("payload", nargs="?", metavar="JSON", help="Payload: a JSON object.")
+    parser.add_argument("--queue", default="default")
+    parser.add_argument("--key", help="Idempotency key: the same queue and key give the same job.")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="Run no sooner than S seconds from now.")
+    parser.add_argument("--priority", type=int, default=0, help="Lower runs first (default 0).")
+    parser.add_argument("--file", metavar="JOBS.jsonl", help='One job a line: {"type": ..., '
+                        '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts"}.')
+
+
+@command("enqueue", "Enqueue a job (prints its id), or many from a JSON-lines file.",
+         arguments=_enqueue_arguments)
+def enqueue_command(args: argparse.Namespace, config: Config) -> None:
+    if args.file:
+        if args.type or args.payload:
+            raise UserError("give either TYPE [JSON] or --file, not both")
+        _enqueue_file(args.file, config)
+        return
+    if not args.type:
+        raise UserError("give a job TYPE (and a JSON payload), or --file JOBS.jsonl")
+    check_job_types([args.type], config)
+    job = new_job(args.type, args.payload or "{}", queue=args.queue, key=args.key,
+                  delay=args.delay, priority=args.priority,
+                  max_attempts=config.max_attempts,
+                  max_payload_bytes=config.max_payload_bytes)
+    print(checked_store(config).enqueue(job))
+
+
+def _enqueue_file(path: str, config: Config) -> None:
+    jobs = read_jobs_file(path, config)
+    check_job_types({job.type for job in jobs}, config)
+    store = checked_store(config)
+    progress = Progress(len(jobs), "enqueue")
+    new = 0
+    for start in range(0, len(jobs), BULK_CHUNK):
+        chunk = jobs[start:start + BULK_CHUNK]
+        new += store.enqueue_many(chunk)
+        progress.advance(len(chunk))
+    progress.finish()
+    print(f"enqueued {new} new jobs ({len(jobs) - new} already present)")
+
+
+def check_job_types(job_types: Iterable[str], config: Config) -> None:
+    """With `app` configured, refuse a job type no handler is registered for."""
+    if not config.app:
+        return
+    registry.import_apps(config.app)
+    for job_type in sorted(job_types):
+        if registry.lookup(job_type) is None and job_type not in config.named("command"):
+            raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
+
+
+def read_jobs_file(path: str, config: Config) -> list[NewJob]:
+    """Validate every line before anything is written: a bad line changes nothing."""
+    jobs = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    jobs.append(_job_from_line(line, f"{path}:{number}", config))
+    except OSError as exc:
+        raise UserError(f"cannot read {path!r}: {exc.strerror}") from None
+    return jobs
+
+
+def _job_from_line(line: str, where: str, config: Config) -> NewJob:
+    try:
+        fields: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: invalid JSON: {exc.msg}") from None
+    if not isinstance(fields, dict) or "type" not in fields:
+        raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
+    unknown = set(fields) - JOB_LINE_FIELDS
+    if unknown:
+        raise UserError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+    try:
+        return new_job(fields["type"], fields.get("payload", {}),
+                       queue=fields.get("queue", "default"), key=fields.get("key"),
+                       delay=fields.get("delay", 0), priority=fields.get("priority", 0),
+                       max_attempts=fields.get("max_attempts", config.max_attempts),
+                       max_payload_bytes=config.max_payload_bytes)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+# --- working ------------------------------------------------------------------------
+
+def _work_arguments(parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="Process at most one job, then exit.")
+    mode.add_argument("--stop-when-empty", action="store_true", help="Exit when no job is ready.")
+    mode.add_argument("--max-jobs", type=whole_number, metavar="N", help="Exit after N jobs.")
+
+
+@command("work", "Run the worker loop in this process, without forking (debugging, cron).",
+         arguments=_work_arguments)
+def work_command(args: argparse.Namespace, config: Config) -> Optional[int]:
+    from ..worker.loop import Worker
+    import_handlers(config)
+    store = checked_store(config)
+    worker = Worker(store, config)
+
+    def stop(signum: int, frame: Optional[FrameType]) -> None:
+        worker.request_stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C interrupts
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        worker.run(once=args.once, stop_when_empty=args.stop_when_empty, max_jobs=args.max_jobs)
+    except driver_errors() as exc:
+        # A fresh process gets a fresh connection: exit, let the caller restart us.
+        logs.event("worker_fatal", level=logging.ERROR, error=logs.error_class(exc),
+                   code=exc.args[0] if exc.args else None)
+        return ExitCode.DATABASE
+    return None
+
+
+# --- inspecting and repairing ----------------------------------------------------------
+
+def _failed_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queue")
+    parser.add_argument("--limit", type=whole_number, default=100)
+
+
+@command("failed", "List dead jobs (never their payloads).", arguments=_failed_arguments)
+def failed_command(args: argparse.Namespace, config: Config) -> None:
+    rows = checked_store(config).dead_jobs(queue=args.queue, limit=args.limit)
+    print(f"{'ID':>10}  {'QUEUE':<16} {'TYPE':<28} {'ATT':>3}  {'ERROR':<32} FINISHED (UTC)")
+    for row in rows:
+        print(f"{row['id']:>10}  {row['queue']:<16} {row['job_type']:<28} {row['attempts']:>3}  "
+              f"{(row['last_error'] or '')[:32]:<32} {row['finished_at']}")
+
+
+def _retry_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", nargs="*", type=int, metavar="ID")
+    parser.add_argument("--all", action="store_true", help="Every dead job (of --queue).")
+    parser.add_argument("--queue")
+
+
+@command("retry", "Put dead jobs back to ready with attempts reset.", arguments=_retry_arguments)
+def retry_command(args: argparse.Namespace, config: Config) -> None:
+    if bool(args.ids) == bool(args.all):
+        raise UserError("give job ids or --all")
+    count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue)
+    print(f"retried {count} jobs")
+
+
+def _show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+
+
+@command("show", "Show one job.", arguments=_show_arguments)
+def show_command(args: argparse.Namespace, config: Config) -> None:
+    job = checked_store(config).get(args.id)
+    if job is None:
+        raise UserError(f"no job {args.id}")
+    print(json.dumps(job, default=str, indent=2))

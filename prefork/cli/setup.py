@@ -1,0 +1,52 @@
+"""Setting up: migrate the schema, print a worker account's grants, show the config."""
+import argparse
+
+from ..config import Config, example_file, settings_table
+from ..errors import UserError
+from ..store import open_store
+from .parser import command
+
+
+@command("migrate", "Create or upgrade the queue schema (safe to run twice).")
+def migrate_command(args: argparse.Namespace, config: Config) -> None:
+    store = open_store(config)
+    applied = store.migrate()
+    print(f"applied versions {', '.join(map(str, applied))}" if applied else "schema is up to date")
+
+
+def _grants_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", default="queue_worker", help="Worker account name.")
+    parser.add_argument("--host", default="%", help="Host part of the account.")
+    parser.add_argument("--database", help="Database (default: the one in the DSN).")
+
+
+@command("grants", "Print least-privilege GRANT statements for a worker account.",
+         arguments=_grants_arguments)
+def grants_command(args: argparse.Namespace, config: Config) -> None:
+    from ..store.mysql.schema import grant_statements
+    from ..store.mysql.session import parse_dsn
+    database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
+    if not database:
+        raise UserError("name the database with --database or --dsn")
+    print(f"-- review, then run as an administrator; create the account first:\n"
+          f"-- CREATE USER '{args.user}'@'{args.host}' IDENTIFIED BY '...';")
+    for statement in grant_statements(args.user, args.host, database):
+        print(statement)
+
+
+def _config_arguments(parser: argparse.ArgumentParser) -> None:
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--example", action="store_true",
+                        help="Print a config file with every setting, commented, at its default.")
+    output.add_argument("--markdown", action="store_true",
+                        help="Print every setting as a Markdown table (the README's).")
+
+
+@command("config", "Print the effective configuration (secrets masked) and where each value "
+         "came from.", arguments=_config_arguments)
+def config_command(args: argparse.Namespace, config: Config) -> None:
+    if args.example or args.markdown:
+        print(example_file() if args.example else settings_table(), end="")
+        return
+    for name, shown, source in config.describe():
+        print(f"{name} = {shown}    # {source}")
