@@ -50,7 +50,6 @@ with PREFORK_SOAK_FULL=1).
 """
 import argparse
 import dataclasses
-import json
 import os
 import random
 import re
@@ -76,6 +75,7 @@ for _path in (str(ROOT), str(TESTS)):
 
 import psutil  # noqa: E402
 import pymysql  # noqa: E402
+from harness import SupervisorProcess  # noqa: E402
 from polling import poll_until  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 
@@ -310,70 +310,24 @@ class CommandServer:
 
 # --- the supervisor as a process -------------------------------------------------------------
 
-class Supervisor:
-    """`python -m prefork run ...` in its own session, JSON logs to a file, read
-    incrementally (a soak writes hundreds of thousands of lines)."""
+class Supervisor(SupervisorProcess):
+    """The tests' supervisor process (tests/harness.py), with what the soak asks of it."""
 
     def __init__(self, workdir, name, dsn, args, environ):
-        self.name = name
-        self.log_path = Path(workdir) / f"{name}.log"
-        env = {key: value for key, value in os.environ.items()
-               if not key.startswith("PREFORK_QUEUE_")}
-        env.update(environ)
-        env["PREFORK_QUEUE_DSN"] = dsn
-        env["PYTHONPATH"] = os.pathsep.join([str(APPS), str(ROOT)])
-        self.log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "prefork", "run", "--log-format", "json", *args],
-            stdout=self.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            cwd=ROOT, start_new_session=True)
-        self.pid = self.proc.pid
-        self._offset, self._partial, self._events = 0, b"", []
-        self.unreadable_lines = 0
+        super().__init__(Path(workdir), dsn, *args, env=environ, name=name, cwd=ROOT)
 
-    def events(self, name=None, **fields):
-        self._read_new()
-        return [e for e in self._events if (name is None or e.get("event") == name)
-                and all(e.get(key) == value for key, value in fields.items())]
-
-    def _read_new(self):
-        with open(self.log_path, "rb") as handle:
-            handle.seek(self._offset)
-            chunk = handle.read()
-        self._offset += len(chunk)
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
-        for line in lines:
-            line = line.strip()
-            if not line.startswith(b"{"):
-                continue
-            try:
-                self._events.append(json.loads(line))
-            except ValueError:
-                self.unreadable_lines += 1
-
-    def log_tail(self, size=300):
-        """The end of the log, for a report: e.g. the one-line error of a failed start."""
-        with open(self.log_path, "rb") as handle:
-            handle.seek(max(0, self.log_path.stat().st_size - size))
-            return handle.read().decode("utf-8", "replace").strip()
+    @property
+    def unreadable_lines(self):
+        return self.log.unreadable_lines
 
     def alive(self):
         return self.proc.poll() is None
 
-    def children(self):
-        try:
-            return [child for child in psutil.Process(self.pid).children()
-                    if child.status() != psutil.STATUS_ZOMBIE]
-        except psutil.Error:
-            return []
-
     def rss(self):
         return psutil.Process(self.pid).memory_info().rss
 
-    def signal(self, signum):
-        os.kill(self.pid, signum)
-
     def wait(self, timeout):
+        """Its exit status, or None when it is still running after `timeout` seconds."""
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -381,15 +335,6 @@ class Supervisor:
 
     def spawned_pids(self):
         return {e["pid"] for e in self.events("worker_spawned")}
-
-    def kill_all(self):
-        """Teardown: SIGKILL the whole session (parent and children, stopped ones too)."""
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.wait(10)
-        self.log_file.close()
 
 
 def supervisor_args(settings, queue, workers):
@@ -830,7 +775,7 @@ def run_chaos(db, settings=None, workdir=None, log=None):
         report.check("a quiet supervisor emptied the queue", not db.unfinished(queue),
                      f"{db.unfinished(queue)} jobs still ready or reserved; the supervisor "
                      + ("is still running" if quiet.alive() else
-                        f"exited {quiet.proc.returncode}: {quiet.log_tail()!r}"))
+                        f"exited {quiet.proc.returncode}: {quiet.log_tail(300)!r}"))
         code = scenario.stop_all()[-1]
         report.check("the quiet supervisor exited 0 on SIGTERM", code == 0, f"exit status {code}")
 

@@ -1,48 +1,93 @@
-"""Running the real supervisor as a subprocess and watching it from outside."""
+"""Running the real supervisor as a subprocess and watching it from outside.
+
+The process itself (start, children, stop, kill) is prefork.bench.processes'
+SupervisorProcess, the one the bench measures; this adds what only tests need:
+its JSON events, read as they come, with every event name checked against the
+catalogue (prefork.events), so that a test looking for an event, or for its
+absence, fails when the event is renamed instead of passing forever."""
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from contextlib import contextmanager
 
 import psutil
 from conftest import cli_env, wait_until
 
+from prefork.bench import processes
+from prefork.events import Event
 
-class SupervisorProcess:
-    """`python -m prefork run ...` with JSON logs captured to a file."""
+EVENT_NAMES = frozenset(event.value for event in Event)
 
-    def __init__(self, tmp_path, dsn, *args, config_text=None, env=None, name="sup"):
-        self.log_path = tmp_path / f"{name}.log"
-        command = [sys.executable, "-m", "prefork", "run", "--log-format", "json", *args]
+
+def catalogued(name):
+    """`name`, once it is known to be an event the package logs."""
+    assert name in EVENT_NAMES, f"{name!r} is not an event in prefork.events (renamed?)"
+    return name
+
+
+def assert_never_logged(log_text, name):
+    """The event `name` appears nowhere in `log_text`; and it is a real event name,
+    so that this cannot pass merely because the event was renamed."""
+    assert catalogued(name) not in log_text, f"{name} was logged:\n{log_text}"
+
+
+class EventLog:
+    """A JSON log file read incrementally (a soak writes hundreds of thousands of lines);
+    a line cut short by a crash is counted in `unreadable_lines`, not fatal."""
+
+    def __init__(self, path):
+        self.path = path
+        self._offset, self._partial, self._events = 0, b"", []
+        self.unreadable_lines = 0
+
+    def events(self, name=None, **fields):
+        """The events so far, of that name (a catalogued one) with those field values."""
+        if name is not None:
+            catalogued(name)
+        self._read_new()
+        return [e for e in self._events if (name is None or e.get("event") == name)
+                and all(e.get(key) == value for key, value in fields.items())]
+
+    def _read_new(self):
+        with open(self.path, "rb") as handle:
+            handle.seek(self._offset)
+            chunk = handle.read()
+        self._offset += len(chunk)
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"{"):
+                continue
+            try:
+                self._events.append(json.loads(line))
+            except ValueError:
+                self.unreadable_lines += 1
+
+
+class SupervisorProcess(processes.SupervisorProcess):
+    """`python -m prefork run --log-format json ARGS` on `dsn`, started at once, its log
+    (a fresh file) and config file (when config_text is given) in tmp_path."""
+
+    def __init__(self, tmp_path, dsn, *args, config_text=None, env=None, name="sup", cwd=None):
+        log_path = tmp_path / f"{name}.log"
+        log_path.write_bytes(b"")
+        args = ["--log-format", "json", *args]
         if config_text is not None:
             self.config_path = tmp_path / f"{name}.conf"
             self.config_path.write_text(config_text)
-            command += ["--config", str(self.config_path)]
-        self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT,
-                                     env=cli_env(dsn, **(env or {})), start_new_session=True)
-        self.pid = self.proc.pid
+            args += ["--config", str(self.config_path)]
+        super().__init__(args, cli_env(dsn, **(env or {})), log_path, label=name, cwd=cwd)
+        self.name = name
+        self.log = EventLog(log_path)
+        self.start()
 
     # -- reading the logs -------------------------------------------------------
 
-    def events(self, name=None):
-        found = []
-        with open(self.log_path) as handle:
-            for line in handle:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                record = json.loads(line)
-                if name is None or record["event"] == name:
-                    found.append(record)
-        return found
+    def events(self, name=None, **fields):
+        return self.log.events(name, **fields)
 
     def wait_event(self, name, count=1, timeout=15, **fields):
         def matching():
-            hits = [e for e in self.events(name) if all(e.get(k) == v for k, v in fields.items())]
+            hits = self.events(name, **fields)
             return hits if len(hits) >= count else None
         try:
             return wait_until(matching, timeout=timeout, message=f"{count} x {name} {fields}")
@@ -56,39 +101,33 @@ class SupervisorProcess:
 
     # -- the process tree ---------------------------------------------------------
 
-    def children(self):
-        try:
-            return [p for p in psutil.Process(self.pid).children() if p.status() != psutil.STATUS_ZOMBIE]
-        except psutil.NoSuchProcess:
-            return []
-
     def wait_children(self, count, timeout=15):
         return wait_until(lambda: (lambda kids: kids if len(kids) == count else None)(self.children()),
                           timeout=timeout, message=f"{count} children")
 
     def title(self, pid):
         """The process title as an operator sees it in `ps -o args`."""
-        result = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True,
-                                text=True, timeout=10)
-        return result.stdout.strip()
-
-    def signal(self, signum):
-        os.kill(self.pid, signum)
+        return titles([pid]).get(pid, "")
 
     def wait_exit(self, timeout=20):
         return self.proc.wait(timeout=timeout)
 
     def kill_all(self):
         """Teardown: kill the whole session (parent and children), whatever state they are in."""
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        self.log_file.close()
+        self.kill()
+
+
+def titles(pids):
+    """{pid: title} of these processes as `ps -o args` shows them (gone ones left out)."""
+    if not pids:
+        return {}
+    result = subprocess.run(["ps", "-o", "pid=,args=", "-p", ",".join(map(str, pids))],
+                            capture_output=True, text=True, timeout=10)
+    found = {}
+    for line in result.stdout.splitlines():
+        pid, _, title = line.strip().partition(" ")
+        found[int(pid)] = title.strip()
+    return found
 
 
 @contextmanager
@@ -120,7 +159,3 @@ def process_gone(pid):
 def wait_gone(pids, timeout=5):
     wait_until(lambda: all(process_gone(pid) for pid in pids), timeout=timeout,
                message=f"processes {pids} to end")
-
-
-def elapsed_since(start):
-    return time.monotonic() - start

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-import psutil
-
 from ..errors import UserError
 from ..jobs import new_job
 from ..logs import error_class
@@ -29,7 +27,7 @@ from .measure import (
     measure_throughput,
     wait_settled,
 )
-from .processes import BaselinePool, SupervisorProcess, supervisor_env
+from .processes import BaselinePool, bench_supervisor, cpu_seconds, supervisor_env
 from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
 
 MEMORY_SAMPLE_INTERVAL = 1.0
@@ -79,10 +77,9 @@ class ProcessWatch:
         """{"parent", "children"[, "server"]}: CPU seconds used so far."""
         seconds = self.processes.cpu_seconds()
         if self.server is not None:
-            try:
-                times = self.server.cpu_times()
-                seconds["server"] = times.user + times.system
-            except psutil.Error:
+            if self.server.is_running():
+                seconds["server"] = cpu_seconds([self.server.pid])
+            else:
                 self.server = None
         return seconds
 
@@ -137,11 +134,11 @@ class Bench:
         """The real supervisor: throughput, then (extras) pickup latency and idle load."""
         self._label(f"{workers} workers: ours")
         background = measure_background(self.db) if extras else None
-        supervisor = SupervisorProcess(workers, self.queue, self.env,
-                                       self.tmp / f"supervisor-{workers}.log")
+        supervisor = bench_supervisor(workers, self.queue, self.env,
+                                      self.tmp / f"supervisor-{workers}.log")
         try:
             supervisor.start()
-            supervisor.wait_idle()
+            supervisor.wait_idle(workers)
             watch = ProcessWatch(supervisor, self.server)
             throughput = measure_throughput(self.db, self.queue, self.batch, watch, self.progress)
             run = OursRun(throughput, dict(watch.peaks), background_stmts_per_s=background)

@@ -1,22 +1,29 @@
 """The processes a bench run starts: the real supervisor (a subprocess) and the
 textbook baseline (forked children). Both die with the bench (PR_SET_PDEATHSIG),
-and stop() always ends them: SIGTERM, then SIGKILL after a deadline."""
+and stop() always ends them: SIGTERM, then SIGKILL after a deadline.
+
+SupervisorProcess is also what the tests and the chaos soak start
+(tests/harness.py adds what only they need: reading the JSON events, titles)."""
+import ctypes
 import os
 import select
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import psutil
 
-from ..config import SETTINGS
+from ..config import SETTINGS, Config
 from ..errors import UserError
 from ..process_signals import die_with_parent
 from ..store.mysql.bench import textbook_loop
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+KILL_TIMEOUT = 10.0
 POLL = 0.02
 MIB = 1024 * 1024
 # Settings the bench chooses itself for the supervisor it starts.
@@ -27,7 +34,7 @@ class BenchError(UserError):
     """A bench run could not go on (a process died, a deadline passed)."""
 
 
-def supervisor_env(config, extra):
+def supervisor_env(config: Config, extra: Mapping[str, str]) -> Dict[str, str]:
     """The environment of the supervisor: the bench's settings (DSN, password, timeouts)
     as PREFORK_QUEUE_* variables, never as flags; nothing inherited of ours."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PREFORK_QUEUE_")}
@@ -42,32 +49,51 @@ def supervisor_env(config, extra):
 
 
 class SupervisorProcess:
-    """`python -m prefork run` on the scratch queue, with its logs in a file."""
+    """`python -m prefork run ARGS` leading a session of its own (its children in it),
+    stdout and stderr appended to `log_path`. It gets SIGTERM should its starter die;
+    stop() drains it, kill() ends the whole session at once."""
 
-    def __init__(self, workers, queue, env, log_path):
-        self.workers = workers
-        self.command = [sys.executable, "-m", "prefork", "run", "--app", "prefork.bench.jobs",
-                        "--queues", queue, "--workers", str(workers), "--log-level", "warning",
-                        "--log-format", "json"]
-        self.env, self.log_path = env, log_path
-        self.proc = None
+    def __init__(self, args: Sequence[str], env: Mapping[str, str], log_path: Path,
+                 label: str = "the supervisor", cwd: Optional[Path] = None) -> None:
+        self.command = [sys.executable, "-m", "prefork", "run", *args]
+        self.env, self.log_path, self.label, self.cwd = dict(env), Path(log_path), label, cwd
+        self.proc: Optional["subprocess.Popen[bytes]"] = None
 
-    def start(self):
+    def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, env=self.env,
+                                         stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
                                          start_new_session=True, preexec_fn=die_with_parent)
 
-    def wait_idle(self, timeout=START_TIMEOUT):
-        """Until all children are up: connected, schema checked, their title `idle`."""
+    @property
+    def pid(self) -> int:
+        return self.started().pid
+
+    def started(self) -> "subprocess.Popen[bytes]":
+        if self.proc is None:
+            raise RuntimeError(f"{self.label} was not started")
+        return self.proc
+
+    # -- its children -------------------------------------------------------------
+
+    def children(self) -> List[psutil.Process]:
+        """Its children now, exited ones (zombies not yet reaped) left out."""
+        try:
+            return [child for child in psutil.Process(self.pid).children()
+                    if child.status() != psutil.STATUS_ZOMBIE]
+        except psutil.Error:
+            return []
+
+    def wait_idle(self, workers: int, timeout: float = START_TIMEOUT) -> None:
+        """Until `workers` children are up: connected, schema checked, their title `idle`."""
         deadline = time.monotonic() + timeout
-        while len(self._idle_children()) < self.workers:
+        while len(self._idle_children()) < workers:
             self.check_alive()
             if time.monotonic() > deadline:
-                self.fail(f"its {self.workers} workers were not idle within {timeout:g}s")
+                self.fail(f"its {workers} workers were not idle within {timeout:g}s")
             time.sleep(POLL)
 
-    def _idle_children(self):
+    def _idle_children(self) -> List[psutil.Process]:
         idle = []
         for child in self.children():
             try:
@@ -77,16 +103,11 @@ class SupervisorProcess:
                 pass
         return idle
 
-    def children(self):
-        try:
-            return psutil.Process(self.proc.pid).children()
-        except psutil.Error:
-            return []
-
-    def memory(self):
+    def memory(self) -> Dict[str, Optional[float]]:
         """{parent_rss, child_rss, child_uss} in MiB now; the children's figures are
         the largest of them. USS: pages only that child has (not shared copy-on-write)."""
-        sample = {"parent_rss": psutil.Process(self.proc.pid).memory_info().rss / MIB}
+        sample: Dict[str, Optional[float]] = {
+            "parent_rss": psutil.Process(self.pid).memory_info().rss / MIB}
         rss, uss = [], []
         for child in self.children():
             try:
@@ -99,27 +120,33 @@ class SupervisorProcess:
         sample["child_uss"] = max(uss, default=None)
         return sample
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> Dict[str, float]:
         """{"parent", "children"}: CPU seconds (user + system) used so far."""
-        return {"parent": _cpu_seconds([psutil.Process(self.proc.pid)]),
-                "children": _cpu_seconds(self.children())}
+        return {"parent": cpu_seconds([self.pid]),
+                "children": cpu_seconds(child.pid for child in self.children())}
 
-    def check_alive(self):
-        if self.proc.poll() is not None:
-            self.fail(f"it exited with status {self.proc.returncode}")
+    # -- its life -----------------------------------------------------------------
 
-    def fail(self, what):
-        raise BenchError(f"the supervisor ({self.workers} workers) failed: {what}; "
-                         f"its log: {self.log_tail()}")
+    def check_alive(self) -> None:
+        returncode = self.started().poll()
+        if returncode is not None:
+            self.fail(f"it exited with status {returncode}")
 
-    def log_tail(self, limit=600):
+    def fail(self, what: str) -> None:
+        raise BenchError(f"{self.label} failed: {what}; its log: {self.log_tail()}")
+
+    def log_tail(self, limit: int = 600) -> str:
         try:
-            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
-                return handle.read()[-limit:].strip() or "(empty)"
+            with open(self.log_path, "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - limit))
+                return handle.read().decode("utf-8", "replace").strip() or "(empty)"
         except OSError:
             return "(none)"
 
-    def stop(self, timeout=STOP_TIMEOUT):
+    def signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM (a graceful drain), wait; past the deadline SIGKILL its whole session."""
         if self.proc is None:
             return
@@ -129,27 +156,61 @@ class SupervisorProcess:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             pass
-        _kill_session(self.proc.pid)
-        self.proc.wait()
+        self.kill()
 
-
-def _cpu_seconds(processes):
-    total = 0.0
-    for process in processes:
+    def kill(self) -> None:
+        """SIGKILL what is left of its session (parent, children, stopped ones too), and
+        reap the parent."""
+        if self.proc is None:
+            return
         try:
-            times = process.cpu_times()
-        except psutil.Error:
-            continue
-        total += times.user + times.system
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=KILL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def bench_supervisor(workers: int, queue: str, env: Mapping[str, str],
+                     log_path: Path) -> SupervisorProcess:
+    """The supervisor the bench measures: `workers` children on the scratch queue,
+    running the bench's handlers, logging warnings only."""
+    return SupervisorProcess(["--app", "prefork.bench.jobs", "--queues", queue,
+                              "--workers", str(workers), "--log-level", "warning",
+                              "--log-format", "json"], env, log_path,
+                             label=f"the supervisor ({workers} workers)")
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """CPU seconds (user + system, every thread) the processes used so far, to the
+    nanosecond where the process CPU clock can be read (Linux): /proc's figures are
+    in ticks of 10 ms, more than a short run of no-op jobs uses in all."""
+    total = 0.0
+    for pid in pids:
+        try:
+            total += _process_cpu_clock(pid)
+        except OSError:   # gone, or no such clock here: /proc's coarser figure
+            total += _ticked_cpu_seconds(pid)
     return total
 
 
-def _kill_session(pid):
-    """SIGKILL what is left of the session the supervisor leads (its children too)."""
+def _process_cpu_clock(pid: int) -> float:
+    """POSIX clock_getcpuclockid(), which Python's time module does not offer."""
+    clock = ctypes.c_int()
+    getcpuclockid = getattr(ctypes.CDLL(None), "clock_getcpuclockid", None)
+    if getcpuclockid is None or getcpuclockid(pid, ctypes.byref(clock)) != 0:
+        raise OSError(f"no CPU clock for process {pid}")
+    return time.clock_gettime(clock.value)
+
+
+def _ticked_cpu_seconds(pid: int) -> float:
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
 
 
 class BaselinePool:
@@ -187,7 +248,7 @@ class BaselinePool:
 
     def cpu_seconds(self):
         """{"parent": 0 (the bench itself), "children"}: CPU seconds used so far."""
-        return {"parent": 0.0, "children": _cpu_seconds(psutil.Process(pid) for pid in self.pids)}
+        return {"parent": 0.0, "children": cpu_seconds(self.pids)}
 
     def memory(self):
         return {}
