@@ -27,23 +27,14 @@ from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
 
-# Checks that fail because of a known bug in prefork/, with the bug named; the other
-# checks of the scenario are still asserted first, then the test xfails on these.
-# Checks that fail for a known, filed bug: reported as xfail naming it, once
-# every other check has passed. Empty while no such bug is open.
-KNOWN_BUGS = {}
-
 
 def assert_report(report):
+    """Every check of the scenario passed; the failed ones are named otherwise."""
     print(report.text())   # the figures, shown with -s or on failure
-    unexpected = [check for check in report.failed() if check.name not in KNOWN_BUGS]
-    assert not unexpected, (
-        "\n".join(f"{check.name}: {check.detail}" for check in unexpected)
+    failed = report.failed()
+    assert not failed, (
+        "\n".join(f"{check.name}: {check.detail}" for check in failed)
         + f"\n(logs in {report.workdir})\n" + report.text())
-    known = [check for check in report.failed() if check.name in KNOWN_BUGS]
-    if known:
-        pytest.xfail("; ".join(f"{KNOWN_BUGS[check.name]} ({check.name}: {check.detail})"
-                               for check in known))
 
 
 @pytest.mark.soak

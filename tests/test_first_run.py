@@ -1,13 +1,16 @@
 """A new user's first run, from the README: no server, no config, no --app."""
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+from contextlib import suppress
 
+import psutil
 import pytest
 from conftest import cli_env, wait_until
-from harness import wait_gone
+from harness import catalogued, titles, wait_gone
 
 
 def in_dir(tmp_path, *args, timeout=60):
@@ -20,6 +23,22 @@ def job_statuses(path):
         return dict(conn.execute("SELECT idempotency_key, status FROM prefork_jobs"))
 
 
+def enqueue(tmp_path, *args):
+    """`prefork-queue enqueue ARGS` in tmp_path; the new job's id."""
+    result = in_dir(tmp_path, "enqueue", *args)
+    assert result.returncode == 0 and result.stdout.strip().isdigit(), result.stderr
+    return int(result.stdout)
+
+
+def titles_of_tree(pid):
+    """{pid: title} of the supervisor `pid` and its children, nothing else on the machine."""
+    try:
+        pids = [pid] + [child.pid for child in psutil.Process(pid).children()]
+    except psutil.NoSuchProcess:
+        return {}
+    return titles(pids)
+
+
 def test_first_run_needs_no_server_and_no_app(tmp_path):
     log = open(tmp_path / "sup.log", "w")
     sup = subprocess.Popen([sys.executable, "-m", "prefork", "--workers", "3", "--log-format",
@@ -28,33 +47,35 @@ def test_first_run_needs_no_server_and_no_app(tmp_path):
     try:
         database = tmp_path / "prefork-queue.db"
         wait_until(lambda: database.exists(), message="the SQLite file")
-        for args in (["sleep", '{"seconds": 1.5}', "--key", "s"],
-                     ["fail-n-times", '{"times": 2}', "--key", "f"],
+        sleeping = enqueue(tmp_path, "sleep", '{"seconds": 3}', "--key", "s")
+        # While it sleeps, a child's title says so (read before the other jobs are
+        # enqueued: a slow machine must not let the sleep end first).
+        busy = f"busy job {sleeping} sleep"
+        wait_until(lambda: (lambda tree: any(busy in title for title in tree.values()) and
+                            "prefork-queue master [default] workers 3/3" in tree.get(sup.pid, ""))(
+            titles_of_tree(sup.pid)), message=f"the master's title and a child's ({busy})")
+        for args in (["fail-n-times", '{"times": 2}', "--key", "f"],
                      ["fail-n-times", '{"times": 9}', "--key", "d", "--max-attempts", "2"],
                      ["report", '{"title": "weekly"}', "--key", "r"]):
-            result = in_dir(tmp_path, "enqueue", *args)
-            assert result.returncode == 0 and result.stdout.strip().isdigit(), result.stderr
-        titles = wait_until(lambda: (lambda out: out if "busy job" in out else None)(
-            subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout))
-        assert "prefork-queue master [default] workers 3/3" in titles
+            enqueue(tmp_path, *args)
         expected = {"s": "done", "f": "done", "d": "dead", "r": "done"}
-        wait_until(lambda: job_statuses(database) == expected, timeout=20,
+        wait_until(lambda: job_statuses(database) == expected, timeout=30,
                    message=f"jobs to end as {expected}")
         failed = in_dir(tmp_path, "failed")
         assert failed.returncode == 0 and "fail-n-times" in failed.stdout
         assert list((tmp_path / "prefork-reports").glob("report-*.json"))
-        children = [int(pid) for pid in subprocess.run(
-            ["pgrep", "-P", str(sup.pid)], capture_output=True, text=True).stdout.split()]
+        children = [child.pid for child in psutil.Process(sup.pid).children()]
         sup.send_signal(signal.SIGINT)
         assert sup.wait(timeout=20) == 0
         wait_gone(children)
     finally:
-        sup.kill()
+        with suppress(ProcessLookupError):   # its session: the parent and any child left
+            os.killpg(sup.pid, signal.SIGKILL)
         sup.wait(timeout=10)
         log.close()
     events = [json.loads(line)["event"] for line in (tmp_path / "sup.log").read_text().splitlines()
               if line.startswith("{")]
-    assert "example_handlers" in events and "supervisor_stopped" in events
+    assert catalogued("example_handlers") in events and catalogued("supervisor_stopped") in events
 
 
 @pytest.mark.parametrize("args,words", [
