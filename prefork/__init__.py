@@ -17,18 +17,34 @@ Application API:
 sqlite:/// DSN, sqlite3 (? placeholders).
 """
 from contextlib import closing
+from datetime import datetime
+from typing import Any, Protocol
 
 from .errors import LeaseLost, PermanentError
-from .jobs import Job, new_job
+from .jobs import Job, NewJob, Payload, new_job
 from .registry import handler
 from .wakeups import doorbell
 
 __version__ = "0.1.0"
 __all__ = ["handler", "enqueue", "notify", "Job", "PermanentError", "LeaseLost"]
 
+# An application's open connection: a PyMySQL connection, or a sqlite3.Connection for
+# a sqlite:/// DSN. Typed loosely because the PyMySQL side is duck-typed (a cursor()
+# and, for notify(), the name of its database).
+Connection = Any
 
-def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
-            priority=0, max_attempts=5, max_payload_bytes=65536):
+
+class _Backend(Protocol):
+    """What enqueue() and notify() need of a store module (store/*/store.py)."""
+
+    def enqueue_on(self, cursor: Any, new_job: NewJob) -> int: ...
+
+    def bell_key_of(self, conn: Connection) -> str: ...
+
+
+def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
+            key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
+            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> int:
     """Enqueue on the application's own connection (PyMySQL or sqlite3), inside its
     open transaction; does not commit, so the caller's row and its job commit together.
     Returns the job id (the existing one for a repeated queue and key)."""
@@ -39,18 +55,20 @@ def enqueue(conn, job_type, payload=None, *, queue="default", key=None, delay=0.
         return _backend_for(conn).enqueue_on(cursor, job)
 
 
-def notify(conn, queue="default", jobs=1):
+def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
     """Call after the transaction holding your enqueue()s commits: the supervisors of
     this host wake `jobs` idle workers for `queue` at once, instead of finding the
     jobs at their next poll. Best effort; no supervisor listening is no error."""
     doorbell.ring(_backend_for(conn).bell_key_of(conn), {queue: jobs})
 
 
-def _backend_for(conn):
-    """The store module that speaks `conn`'s dialect (its SQL stays there)."""
+def _backend_for(conn: Connection) -> _Backend:
+    """The store module that speaks `conn`'s dialect (its SQL stays there). Imported on
+    first use: an application importing prefork loads one dialect, and a Python built
+    without sqlite3 still runs MySQL."""
     import sqlite3
     if isinstance(conn, sqlite3.Connection):
-        from .store.sqlite import store as backend
-    else:
-        from .store.mysql import store as backend
-    return backend
+        from .store.sqlite import store as sqlite_backend
+        return sqlite_backend
+    from .store.mysql import store as mysql_backend
+    return mysql_backend

@@ -19,8 +19,10 @@ import json
 import os
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 import prefork
+from prefork import Job
 
 LONGEST_SLEEP = 600.0
 REPORTS_DIR_VARIABLE = "PREFORK_EXAMPLES_DIR"
@@ -31,7 +33,7 @@ class PlannedFailure(Exception):
     """The transient failure fail-n-times raises on purpose (retried with backoff)."""
 
 
-def _number(payload, name, default):
+def _number(payload: dict[str, Any], name: str, default: float) -> float:
     value = payload.get(name, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         # Retrying cannot fix the payload.
@@ -40,12 +42,12 @@ def _number(payload, name, default):
 
 
 @prefork.handler("sleep")
-def sleep(job):
+def sleep(job: Job) -> None:
     time.sleep(min(float(_number(job.payload, "seconds", 1)), LONGEST_SLEEP))
 
 
 @prefork.handler("fail-n-times")
-def fail_n_times(job):
+def fail_n_times(job: Job) -> None:
     # The attempt number survives across workers and restarts (it is in the
     # database), so no other state is needed to count the failures.
     if job.attempt <= _number(job.payload, "times", 1):
@@ -53,7 +55,7 @@ def fail_n_times(job):
 
 
 @prefork.handler("report")
-def report(job):
+def report(job: Job) -> None:
     folder = os.environ.get(REPORTS_DIR_VARIABLE) or DEFAULT_REPORTS_DIR
     os.makedirs(folder, exist_ok=True)
     content = {"job_id": job.id, "title": str(job.payload.get("title", "report"))[:200],

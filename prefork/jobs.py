@@ -6,33 +6,40 @@ import enum
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from datetime import datetime
+from typing import Any, ContextManager, NamedTuple, Protocol
 
 from .errors import RejectedJob, UserError
-from .registry import JOB_TYPE_PATTERN
 
+JOB_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 QUEUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_KEY_LENGTH = 191
 PRIORITY_RANGE = (-32768, 32767)
 MAX_DELAY = 100 * 366 * 86400      # seconds; also keeps available_at inside DATETIME
 MAX_ATTEMPTS_LIMIT = 2 ** 32 - 1   # the column is INT UNSIGNED
 
+# What enqueue() takes as a payload: a dict, or its JSON text. Stored as JSON text.
+Payload = dict[str, Any] | str | bytes | None
 
-class JobStatus(str, enum.Enum):
+
+class JobStatus(enum.StrEnum):
     """A job's state. str-valued, so SQL parameters and JSON read as the words."""
     READY = "ready"          # including delayed ones (available_at in the future)
     RESERVED = "reserved"    # claimed under a lease
     DONE = "done"
     DEAD = "dead"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 class Lease(NamedTuple):
     """A claim on one job: whoever holds the token may finish the job while the lease lives."""
     job_id: int
     token: str
+
+
+class CompletionStore(Protocol):
+    """What a Job needs of the store it was claimed from (see store/contract.py)."""
+
+    def completing(self, job: "Job") -> ContextManager[Any]: ...
 
 
 @dataclass
@@ -44,27 +51,30 @@ class Job:
     payload_text: str = field(repr=False)
     attempt: int
     max_attempts: int
-    idempotency_key: Optional[str]
+    idempotency_key: str | None
     lease_token: str = field(repr=False)
     crashes: int = 0
-    payload: Any = field(default=None, repr=False)
+    payload: dict[str, Any] = field(default_factory=dict, repr=False)   # set by decode_payload
     finished: bool = False   # set once the completion transaction committed
-    _store: Any = field(default=None, repr=False, compare=False)
+    _store: CompletionStore | None = field(default=None, repr=False, compare=False)
 
     @property
     def lease(self) -> Lease:
         return Lease(self.id, self.lease_token)
 
-    def transaction(self):
+    def transaction(self) -> ContextManager[Any]:
         """Context manager: a cursor in the transaction that marks this job done.
 
         Write the job's business effect with it; the effect and the completion
         commit together, and both are rolled back (LeaseLost raised) when the
-        lease was lost to another worker.
+        lease was lost to another worker. The cursor is the backend's own
+        (PyMySQL or sqlite3).
         """
+        if self._store is None:
+            raise RuntimeError("this Job was not claimed from a store: it has no transaction")
         return self._store.completing(self)
 
-    def decode_payload(self, max_bytes):
+    def decode_payload(self, max_bytes: int) -> dict[str, Any]:
         """Parse the payload; a malformed or oversized one is a permanent failure."""
         if len(self.payload_text.encode("utf-8")) > max_bytes:
             raise RejectedJob("oversized payload")
@@ -84,19 +94,22 @@ class NewJob:
     type: str
     payload_text: str
     queue: str = "default"
-    key: Optional[str] = None
+    key: str | None = None
     delay: float = 0.0
-    run_at: Any = None
+    run_at: datetime | None = None
     priority: int = 0
     max_attempts: int = 5
 
 
-def encode_payload(payload, max_bytes):
+def encode_payload(payload: Payload, max_bytes: int) -> str:
+    """The payload as compact JSON text; UserError when it is not a JSON object or too big."""
     if isinstance(payload, (str, bytes)):
         try:
             payload = json.loads(payload)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise UserError(f"invalid JSON payload: {exc.msg} at position {exc.pos}") from None
+        except UnicodeDecodeError:   # bytes that are not UTF-8 (or -16, -32) text
+            raise UserError("invalid JSON payload: not UTF-8 text") from None
     if not isinstance(payload, dict):
         raise UserError("payload must be a JSON object")
     try:
@@ -109,8 +122,9 @@ def encode_payload(payload, max_bytes):
     return text
 
 
-def new_job(job_type, payload=None, *, queue="default", key=None, delay=0.0, run_at=None,
-            priority=0, max_attempts=5, max_payload_bytes=65536):
+def new_job(job_type: str, payload: Payload = None, *, queue: str = "default",
+            key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
+            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> NewJob:
     """Validate enqueue arguments; any problem is a one-line UserError."""
     if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
         raise UserError(f"invalid job type {job_type!r}: use 1-128 of A-Z a-z 0-9 _ . : -")

@@ -4,17 +4,25 @@ Handlers are looked up by the job type string only; nothing in job data can
 name a module or class to import.
 """
 import importlib
-import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
+from .config import Config
 from .errors import UserError
+from .jobs import JOB_TYPE_PATTERN, Job
 
-JOB_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+# A handler receives the claimed Job; what it returns is ignored.
+Handler = Callable[[Job], object]
+HandlerT = TypeVar("HandlerT", bound=Handler)
+# (soft, hard) timeout in seconds set for a job type by handler(); None: the configured one.
+Timeouts = tuple[float | None, float | None]
 
-_handlers = {}
-_timeouts = {}
+_handlers: dict[str, Handler] = {}
+_timeouts: dict[str, Timeouts] = {}
 
 
-def handler(job_type, soft_timeout=None, hard_timeout=None):
+def handler(job_type: str, soft_timeout: float | None = None,
+            hard_timeout: float | None = None) -> Callable[[HandlerT], HandlerT]:
     """Register the decorated function as the handler of `job_type`.
 
     The function receives a `prefork.Job`. Returning normally completes the
@@ -25,7 +33,7 @@ def handler(job_type, soft_timeout=None, hard_timeout=None):
     if not JOB_TYPE_PATTERN.match(job_type or ""):
         raise ValueError(f"invalid job type name: {job_type!r}")
 
-    def register(func):
+    def register(func: HandlerT) -> HandlerT:
         _handlers[job_type] = func
         _timeouts[job_type] = (soft_timeout, hard_timeout)
         return func
@@ -33,23 +41,23 @@ def handler(job_type, soft_timeout=None, hard_timeout=None):
     return register
 
 
-def lookup(job_type):
+def lookup(job_type: str) -> Handler | None:
     """The handler for `job_type`, or None when the application has none."""
     return _handlers.get(job_type)
 
 
-def timeouts(job_type, config):
+def timeouts(job_type: str, config: Config) -> tuple[float, float]:
     """(soft, hard) timeout in seconds for a job type; 0 means none."""
     soft, hard = _timeouts.get(job_type, (None, None))
     return (config.soft_timeout if soft is None else soft,
             config.hard_timeout if hard is None else hard)
 
 
-def registered_types():
+def registered_types() -> list[str]:
     return sorted(_handlers)
 
 
-def import_apps(module_names):
+def import_apps(module_names: Iterable[str]) -> None:
     """Import the application modules that register handlers (once, in the parent)."""
     for name in module_names:
         try:

@@ -14,7 +14,7 @@ from prefork import config as config_module, registry
 from prefork.errors import RejectedJob, UserError
 from prefork.jobs import new_job
 from prefork.observers import schedules
-from prefork.worker import commands
+from prefork.worker import command_process, commands
 
 PROBE = APPS / "command_probe.py"
 PYTHON = shlex.quote(sys.executable)
@@ -95,7 +95,7 @@ def test_env_timeout_and_cwd_are_read(tmp_path):
     (-9, "command killed by SIGKILL"), (-15, "command killed by SIGTERM"),
 ])
 def test_exit_statuses_are_described_by_code_or_signal(returncode, text):
-    assert commands.describe_status(returncode) == text
+    assert command_process.describe_status(returncode) == text
 
 
 # -- real programs under a real supervisor ---------------------------------------------
@@ -212,11 +212,11 @@ def test_output_goes_to_the_log_line_by_line_and_never_to_the_jobs_table(supervi
              for e in sup.events("command_output") if e["job_id"] == quiet}
     assert lines == {("stdout", "probe-stdout ok"), ("stderr", "probe-stderr ok")}
     chatter = [e for e in sup.events("command_output") if e["job_id"] == chatty]
-    assert len(chatter) == commands.MAX_LINES
+    assert len(chatter) == command_process.MAX_LINES
     cut = [e for e in chatter if e.get("truncated")]
-    assert len(cut) == 1 and cut[0]["line"] == "x" * commands.MAX_LINE_BYTES
+    assert len(cut) == 1 and cut[0]["line"] == "x" * command_process.MAX_LINE_BYTES
     dropped = sup.wait_event("command_output_truncated", job_id=chatty)[0]
-    assert dropped["dropped_lines"] == 2003 - commands.MAX_LINES
+    assert dropped["dropped_lines"] == 2003 - command_process.MAX_LINES
     stored = all_text_in_jobs_table(clean_db)
     assert "probe-std" not in stored and "chatter line" not in stored and "xxxx" not in stored
 

@@ -12,11 +12,12 @@ import hashlib
 import os
 import socket
 import tempfile
+from collections.abc import Mapping
 
 MAX_DATAGRAM = 512
 
 
-def bell_directory(key):
+def bell_directory(key: str) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return os.path.join(base, f"prefork-queue-{os.getuid()}", digest)
@@ -25,7 +26,7 @@ def bell_directory(key):
 class Doorbell:
     """The supervisor's end: a datagram socket named after its pid."""
 
-    def __init__(self, key):
+    def __init__(self, key: str) -> None:
         directory = bell_directory(key)
         os.makedirs(directory, mode=0o700, exist_ok=True)
         self.path = os.path.join(directory, f"{os.getpid()}.sock")
@@ -35,12 +36,12 @@ class Doorbell:
         self.sock.bind(self.path)
         self.sock.setblocking(False)
 
-    def fileno(self):
+    def fileno(self) -> int:
         return self.sock.fileno()
 
-    def rings(self):
+    def rings(self) -> dict[str, int]:
         """{queue: jobs} rung since the last call."""
-        rung = {}
+        rung: dict[str, int] = {}
         while True:
             try:
                 data = self.sock.recv(MAX_DATAGRAM)
@@ -49,7 +50,7 @@ class Doorbell:
             queue, _, count = data.decode("utf-8", "replace").partition(" ")
             rung[queue] = rung.get(queue, 0) + (int(count) if count.isdigit() else 1)
 
-    def close(self):
+    def close(self) -> None:
         self.sock.close()
         try:
             os.unlink(self.path)
@@ -57,7 +58,7 @@ class Doorbell:
             pass
 
 
-def ring(key, counts):
+def ring(key: str, counts: Mapping[str, int]) -> None:
     """Tell this host's supervisors that jobs were enqueued: counts is {queue: jobs}."""
     directory = bell_directory(key)
     try:

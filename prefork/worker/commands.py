@@ -22,58 +22,55 @@ cannot fill the placeholders is a permanent failure (dead at once).
 stdout and stderr go to the worker's log line by line (command_output
 events), cut at MAX_LINE_BYTES and MAX_LINES per job; they are never stored
 in the jobs table.
+
+This module reads the sections into CommandSpecs, registers their job types and
+fills an argv for each job (all pure, but for install()); command_process.py
+runs the program.
 """
 import json
 import os
 import re
-import select
 import shlex
 import shutil
-import signal
-import subprocess
-import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any
 
 from .. import registry
+from ..config import Config
 from ..errors import CommandFailed, RejectedJob, UserError
-from ..logs import event
-from ..process_signals import PARENT_ONLY_SIGNALS, preexec_die_with_parent
+from ..jobs import JOB_TYPE_PATTERN, Job
+from .command_process import OWN_ENV_PREFIXES, describe_status, execute
 
 KEYS = ("argv", "timeout", "cwd", "env")
-TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
-KILL_GRACE = 5.0              # seconds between SIGTERM and SIGKILL at a timeout
-MAX_LINE_BYTES = 1000         # longer output lines are cut
-MAX_LINES = 500               # output lines logged per job; the rest are counted
-DRAIN_AFTER_EXIT = 1.0        # seconds to read output a left-over grandchild still writes
-READ_SIZE = 65536
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The supervisor's settings (the DB password!) stay ours; the job's are set per job.
-OWN_ENV_PREFIXES = ("PREFORK_QUEUE_", "PREFORK_JOB_")
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-# Ignored by a worker child (the parent acts on them); an ignored signal stays
-# ignored across exec, so the program gets them back at their default.
+
+# A part of an argv element: ("text", literal text) or ("field", payload key).
+Part = tuple[str, str]
+Element = tuple[Part, ...]
+# Makes the one-line UserError about the section being read.
+Fail = Callable[[str], UserError]
 
 
 @dataclass(frozen=True)
 class CommandSpec:
     job_type: str
-    argv: tuple                 # one tuple of parts per element: ("text", s) or ("field", name)
-    timeout: Optional[float]    # the job's soft timeout; None: the configured soft_timeout
-    cwd: Optional[str]
-    env: tuple                  # (name, value) pairs added to the inherited environment
+    argv: tuple[Element, ...]   # one tuple of parts per element
+    timeout: float | None       # the job's soft timeout; None: the configured soft_timeout
+    cwd: str | None
+    env: tuple[tuple[str, str], ...]   # (name, value) pairs added to the inherited environment
 
-    def placeholders(self):
+    def placeholders(self) -> list[str]:
         return sorted({value for element in self.argv for kind, value in element
                        if kind == "field"})
 
 
-_configured = {}   # job type -> CommandSpec, the command types in force in this process
+_configured: dict[str, CommandSpec] = {}   # the command types in force in this process
 
 
-def section_error(config, kind, name, text):
+def section_error(config: Config, kind: str, name: str, text: str) -> UserError:
     """A one-line config error about one named section."""
     where = f"config file {config.path!r}: " if config.path else ""
     return UserError(f"{where}[{kind}:{name}]: {text}")
@@ -81,19 +78,19 @@ def section_error(config, kind, name, text):
 
 # -- loading ---------------------------------------------------------------------
 
-def build(config):
+def build(config: Config) -> dict[str, CommandSpec]:
     """{job type: CommandSpec} from the [command:TYPE] sections; UserError on the first
     problem. Pure: nothing is registered (see install)."""
     specs = {}
     for job_type, keys in sorted(config.named("command").items()):
-        def fail(text, job_type=job_type):
+        def fail(text: str, job_type: str = job_type) -> UserError:
             return section_error(config, "command", job_type, text)
         specs[job_type] = _parse(job_type, keys, fail)
     return specs
 
 
-def _parse(job_type, keys, fail):
-    if not registry.JOB_TYPE_PATTERN.match(job_type):
+def _parse(job_type: str, keys: Mapping[str, str], fail: Fail) -> CommandSpec:
+    if not JOB_TYPE_PATTERN.match(job_type):
         raise fail("invalid job type name: use 1-128 of A-Z a-z 0-9 _ . : -")
     unknown = sorted(set(keys) - set(KEYS))
     if unknown:
@@ -101,7 +98,7 @@ def _parse(job_type, keys, fail):
     owner = registry.lookup(job_type)
     if owner not in (None, run_command_job):
         raise fail(f"job type {job_type!r} already has a handler in the application")
-    argv = _parse_argv(keys.get("argv", ""), fail)
+    argv = parse_argv(keys.get("argv", ""), fail)
     env = _parse_env(keys.get("env", ""), fail)
     cwd = keys.get("cwd") or None
     if cwd is not None and not os.path.isdir(cwd):
@@ -110,7 +107,8 @@ def _parse(job_type, keys, fail):
     return CommandSpec(job_type, argv, _parse_timeout(keys.get("timeout"), fail), cwd, env)
 
 
-def _parse_argv(text, fail):
+def parse_argv(text: str, fail: Fail) -> tuple[Element, ...]:
+    """An argv template: split with shlex once, each element cut into its parts."""
     try:
         elements = shlex.split(text)
     except ValueError as exc:
@@ -123,9 +121,10 @@ def _parse_argv(text, fail):
     return argv
 
 
-def _parse_element(element, number, fail):
+def _parse_element(element: str, number: int, fail: Fail) -> Element:
     """("text", s) and ("field", name) parts of one argv element."""
-    parts, position = [], 0
+    parts: list[Part] = []
+    position = 0
     for match in TEMPLATE_TOKEN.finditer(element):
         if match.start() > position:
             parts.append(("text", element[position:match.start()]))
@@ -143,8 +142,8 @@ def _parse_element(element, number, fail):
     return tuple(_merge_text(parts))
 
 
-def _merge_text(parts):
-    merged = []
+def _merge_text(parts: list[Part]) -> list[Part]:
+    merged: list[Part] = []
     for kind, value in parts:
         if kind == "text" and merged and merged[-1][0] == "text":
             merged[-1] = ("text", merged[-1][1] + value)
@@ -153,12 +152,12 @@ def _merge_text(parts):
     return merged
 
 
-def _parse_env(text, fail):
+def _parse_env(text: str, fail: Fail) -> tuple[tuple[str, str], ...]:
     try:
         items = shlex.split(text)
     except ValueError as exc:
         raise fail(f"env cannot be split: {exc}") from None
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for item in items:
         name, equals, value = item.partition("=")
         if not equals or not ENV_NAME.match(name):
@@ -170,7 +169,7 @@ def _parse_env(text, fail):
     return tuple(pairs)
 
 
-def _parse_timeout(text, fail):
+def _parse_timeout(text: str | None, fail: Fail) -> float | None:
     if text is None or not text.strip():
         return None
     try:
@@ -182,7 +181,7 @@ def _parse_timeout(text, fail):
     return value
 
 
-def _check_program(program, cwd, path, fail):
+def _check_program(program: str, cwd: str | None, path: str | None, fail: Fail) -> None:
     """The program must exist now: a typo is a config error at start, not dead jobs."""
     if "/" in program:
         found = os.path.join(cwd or ".", program)
@@ -192,7 +191,7 @@ def _check_program(program, cwd, path, fail):
         raise fail(f"program {program!r} not found in PATH")
 
 
-def install(specs):
+def install(specs: Mapping[str, CommandSpec]) -> None:
     """Register the command job types as handlers (in the parent, before forking).
 
     A type dropped from the config at a reload keeps our handler, which then
@@ -204,27 +203,27 @@ def install(specs):
         registry.handler(job_type, soft_timeout=spec.timeout)(run_command_job)
 
 
-def handled_types(specs):
+def handled_types(specs: Mapping[str, CommandSpec]) -> set[str]:
     """The job types that have a handler once `specs` are installed."""
     kept = {job_type for job_type in registry.registered_types()
             if registry.lookup(job_type) is not run_command_job}
     return kept | set(specs)
 
 
-# -- running ---------------------------------------------------------------------
+# -- one job: its argv here, its program run by command_process.py ---------------
 
-def render_argv(spec, payload):
+def render_argv(spec: CommandSpec, payload: Mapping[str, Any]) -> list[str]:
     """The argv for one job: each placeholder filled inside its own element.
     RejectedJob (permanent, safe to store: it names the placeholder, never the value)."""
     return [_render_element(element, payload) for element in spec.argv]
 
 
-def _render_element(element, payload):
+def _render_element(element: Element, payload: Mapping[str, Any]) -> str:
     return "".join(value if kind == "text" else _argument_text(value, payload)
                    for kind, value in element)
 
 
-def _argument_text(name, payload):
+def _argument_text(name: str, payload: Mapping[str, Any]) -> str:
     if name not in payload:
         raise RejectedJob(f"command placeholder {{{name}}}: no such key in the payload")
     value = payload[name]
@@ -238,169 +237,11 @@ def _argument_text(name, payload):
                       f"(without NUL), a number or a boolean")
 
 
-def run_command_job(job):
+def run_command_job(job: Job) -> None:
     """The handler of every command job type."""
     spec = _configured.get(job.type)
     if spec is None:
         raise RejectedJob("unknown job type")
-    status = execute(spec, render_argv(spec, job.payload), job)
+    status = execute(render_argv(spec, job.payload), job, spec.cwd, spec.env)
     if status != 0:
         raise CommandFailed(describe_status(status))
-
-
-def describe_status(returncode):
-    if returncode < 0:
-        try:
-            return f"command killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"command killed by signal {-returncode}"
-    if returncode == TEMPFAIL:
-        return f"command exited {TEMPFAIL} (temporary failure)"
-    return f"command exited {returncode}"
-
-
-def command_environment(spec, job):
-    """The supervisor's environment without prefork-queue's own variables, plus the
-    section's env and what the program may want to know about its job."""
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(OWN_ENV_PREFIXES)}
-    env.update(spec.env)
-    env.update(PREFORK_JOB_ID=str(job.id), PREFORK_JOB_TYPE=job.type,
-               PREFORK_JOB_QUEUE=job.queue, PREFORK_JOB_ATTEMPT=str(job.attempt))
-    if job.idempotency_key:
-        env["PREFORK_JOB_KEY"] = job.idempotency_key
-    return env
-
-
-def execute(spec, argv, job):
-    """Run the program to its end, relaying its output; returns its returncode.
-
-    A JobTimeout (soft timeout) or QuickStop raised while it runs stops the
-    program's whole process group (SIGTERM, SIGKILL after KILL_GRACE) and
-    propagates.
-    """
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=spec.cwd,
-                                env=command_environment(spec, job), start_new_session=True,
-                                preexec_fn=preexec_die_with_parent(
-                                    signal.SIGKILL, then=_restore_ignored_signals))
-    except OSError as exc:
-        raise CommandFailed(f"command could not start: {exc.strerror}") from None
-    event("command_started", job_id=job.id, type=job.type, program=argv[0], command_pid=proc.pid)
-    try:
-        relay_output(proc, OutputLog(job))
-        status = proc.wait()
-    finally:
-        if proc.returncode is None:
-            _stop(proc, job)
-        proc.stdout.close()
-        proc.stderr.close()
-    event("command_exited", job_id=job.id, type=job.type, status=describe_status(status),
-          elapsed_ms=round((time.monotonic() - started) * 1000, 1))
-    return status
-
-
-def _restore_ignored_signals():
-    """Signals the worker ignores come back at their default in the program."""
-    for signum in PARENT_ONLY_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL)
-
-
-def _stop(proc, job):
-    """Stop the program and whatever it started: SIGTERM to its process group, SIGKILL
-    after KILL_GRACE (or at once if we are interrupted meanwhile)."""
-    event("command_stopping", job_id=job.id, type=job.type, command_pid=proc.pid,
-          grace_s=KILL_GRACE)
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(KILL_GRACE)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        _signal_group(proc.pid, signal.SIGKILL)   # left-over members of the group, too
-        proc.wait()
-
-
-def _signal_group(pgid, signum):
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def relay_output(proc, output):
-    """Log stdout and stderr line by line until both end (or shortly after the
-    program exited, should a grandchild keep them open)."""
-    streams = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
-    exited_at = None
-    while streams:
-        ready, _, _ = select.select(list(streams), [], [], 0.5)
-        for fd in ready:
-            chunk = os.read(fd, READ_SIZE)
-            if chunk:
-                output.feed(streams[fd], chunk)
-            else:
-                output.finish(streams.pop(fd))
-        if streams and proc.poll() is not None:
-            exited_at = exited_at or time.monotonic()
-            if time.monotonic() - exited_at > DRAIN_AFTER_EXIT:
-                break
-    for stream in streams.values():
-        output.finish(stream)
-    output.report_dropped()
-
-
-class OutputLog:
-    """A command's output as command_output events: one per line, cut at
-    MAX_LINE_BYTES, at most MAX_LINES per job (the rest are only counted)."""
-
-    def __init__(self, job):
-        self.job = job
-        self.logged = self.dropped = 0
-        self.pending = {"stdout": bytearray(), "stderr": bytearray()}
-        self.cutting = {"stdout": False, "stderr": False}   # inside an overlong line
-
-    def feed(self, stream, chunk):
-        pending = self.pending[stream]
-        pending += chunk
-        while True:
-            end = pending.find(b"\n")
-            if end < 0:
-                break
-            line = bytes(pending[:end])
-            del pending[:end + 1]
-            if self.cutting[stream]:
-                self.cutting[stream] = False   # the rest of a line already logged cut
-            else:
-                self._line(stream, line)
-        if len(pending) > MAX_LINE_BYTES:
-            if not self.cutting[stream]:
-                self._line(stream, bytes(pending))
-            self.cutting[stream] = True
-            pending.clear()
-
-    def finish(self, stream):
-        """The stream ended: log its last line, if it had no newline."""
-        pending = self.pending[stream]
-        if pending and not self.cutting[stream]:
-            self._line(stream, bytes(pending))
-        pending.clear()
-
-    def report_dropped(self):
-        if self.dropped:
-            event("command_output_truncated", job_id=self.job.id, type=self.job.type,
-                  dropped_lines=self.dropped, max_lines=MAX_LINES)
-
-    def _line(self, stream, raw):
-        if self.logged >= MAX_LINES:
-            self.dropped += 1
-            return
-        self.logged += 1
-        fields = {}
-        if len(raw) > MAX_LINE_BYTES:
-            raw, fields["truncated"] = raw[:MAX_LINE_BYTES], True
-        text = CONTROL_CHARS.sub("?", raw.decode("utf-8", "replace").rstrip("\r"))
-        event("command_output", job_id=self.job.id, type=self.job.type, stream=stream,
-              line=text, **fields)

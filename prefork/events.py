@@ -1,0 +1,126 @@
+"""The one catalogue of event names: every log event the package emits, with what it
+means and the level it is logged at.
+
+`logs.event()` refuses a name that is not here, so renaming an event here (or at
+a call site) breaks every test that exercises the call; tests that assert an
+event did or did not happen name it through this catalogue. Call sites may pass
+a member (`Event.JOB_CLAIMED`) or its plain string ("job_claimed"): the enum
+is str-valued, so both are the same name. tests/fast/test_events.py checks that
+every name used in the source is declared here and every entry is used.
+"""
+import enum
+from logging import ERROR, INFO, WARNING
+
+
+class Event(enum.StrEnum):
+    """An event name, with `level` (the logging level when the call gives none) and
+    `meaning` (one line, for readers of the logs and of this file)."""
+
+    level: int
+    meaning: str
+
+    def __new__(cls, name: str, level: int, meaning: str) -> "Event":
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.level = level
+        member.meaning = meaning
+        return member
+
+    # -- the supervisor (supervisor/loop.py) ------------------------------------------
+    SUPERVISOR_STARTED = ("supervisor_started", INFO,
+                          "the supervisor is up: its worker count, queues and pid")
+    SUPERVISOR_STOPPING = ("supervisor_stopping", INFO,
+                           "a stop signal began a graceful or a quick stop")
+    SUPERVISOR_STOPPED = ("supervisor_stopped", INFO,
+                          "the supervisor stopped cleanly; jobs done and dead in its life")
+    WORKERS_CHANGED = ("workers_changed", INFO, "SIGTTIN or SIGTTOU changed the worker count")
+    LOGS_REOPENED = ("logs_reopened", INFO, "SIGUSR1 reopened the log file")
+    CONFIG_RELOADED = ("config_reloaded", INFO,
+                       "SIGHUP applied a new config; a new generation of children follows")
+    CONFIG_RELOAD_FAILED = ("config_reload_failed", ERROR,
+                            "SIGHUP's config was refused; the old one stays in force")
+    RESTART_REQUESTED = ("restart_requested", INFO,
+                         "a `restart` request retired the workers older than it")
+    RESTART_BACKOFF = ("restart_backoff", WARNING,
+                       "children keep failing at start: the next spawn waits")
+    # -- its children ---------------------------------------------------------------
+    WORKER_SPAWNED = ("worker_spawned", INFO, "a child was forked into a slot")
+    WORKER_READY = ("worker_ready", INFO, "a child booted and connected; it claims jobs now")
+    WORKER_EXITED = ("worker_exited", INFO,
+                     "a child exited (logged as a warning when nobody asked it to)")
+    WORKER_RECYCLED = ("worker_recycled", INFO,
+                       "a child retired on purpose (jobs, memory or age limit)")
+    WORKER_BOOT_FAILED = ("worker_boot_failed", ERROR, "a child could not boot")
+    WORKER_FATAL = ("worker_fatal", ERROR,
+                    "a process died of an unexpected error (its class, never its message)")
+    # -- the supervisor's database work (supervisor/upkeep.py) --------------------------
+    SUPERVISOR_REGISTERED = ("supervisor_registered", INFO,
+                             "the supervisor's row was written; its heartbeat follows")
+    SUPERVISOR_PRUNED = ("supervisor_pruned", WARNING,
+                         "a silent supervisor's row was removed and its jobs handed back")
+    SUPERVISOR_REJOINED = ("supervisor_rejoined", WARNING,
+                           "this supervisor was pruned as silent and registered again")
+    SUPERVISOR_DB_UNAVAILABLE = ("supervisor_db_unavailable", WARNING,
+                                 "the supervisor cannot reach the database; it retries")
+    SUPERVISOR_DB_ERROR = ("supervisor_db_error", WARNING,
+                           "a database call of the supervisor failed; it reconnects")
+    LEASES_NOT_EXTENDED = ("leases_not_extended", WARNING,
+                           "some leases of running jobs could not be extended (lost)")
+    LEASES_RECOVERED = ("leases_recovered", INFO,
+                        "expired leases (a vanished host's jobs) were made ready again")
+    JOB_HANDED_BACK = ("job_handed_back", INFO,
+                       "a dead child's job was returned: ready again, or dead as poison")
+    JOB_COMPLETED_BY_SUPERVISOR = ("job_completed_by_supervisor", INFO,
+                                   "the parent wrote the completion of a child's finished job")
+    # -- a worker (worker/loop.py) ------------------------------------------------------
+    WORKER_STARTED = ("worker_started", INFO, "a worker loop started on its queues")
+    WORKER_STOPPED = ("worker_stopped", INFO, "a worker loop ended; jobs it processed")
+    JOB_CLAIMED = ("job_claimed", INFO, "a job was claimed under a lease and is about to run")
+    JOB_COMPLETED = ("job_completed", INFO, "a job's completion was committed")
+    JOB_FAILED = ("job_failed", INFO, "an attempt failed; the job is retried after a backoff")
+    JOB_DEAD = ("job_dead", INFO, "an attempt failed and the job is dead (no retry left)")
+    JOB_LEASE_LOST = ("job_lease_lost", INFO,
+                      "a job's lease was lost: its result is void, another worker owns it")
+    CLAIM_RELEASED = ("claim_released", INFO, "a claimed job not yet started was given back")
+    CLAIM_RELEASED_ON_SHUTDOWN = ("claim_released_on_shutdown", INFO,
+                                  "a stop gave a claimed (or interrupted) job back")
+    # -- command jobs (worker/commands.py) ----------------------------------------------
+    COMMAND_STARTED = ("command_started", INFO, "a command job's program started")
+    COMMAND_OUTPUT = ("command_output", INFO, "one line of a program's stdout or stderr")
+    COMMAND_OUTPUT_TRUNCATED = ("command_output_truncated", INFO,
+                                "a program wrote more lines than are logged per job")
+    COMMAND_STOPPING = ("command_stopping", INFO,
+                        "a program is being stopped (timeout or quick stop)")
+    COMMAND_EXITED = ("command_exited", INFO, "a program ended: its exit code or signal")
+    # -- observers ----------------------------------------------------------------------
+    METRICS_SERVING = ("metrics_serving", INFO, "the Prometheus endpoint is listening")
+    METRICS_NOT_ON_LOOPBACK = ("metrics_not_on_loopback", WARNING,
+                               "the metrics endpoint listens beyond this host")
+    METRICS_ADDRESS_UNCHANGED = ("metrics_address_unchanged", WARNING,
+                                 "a reload changed metrics_address; it applies at next start")
+    SCHEDULE_ARMED = ("schedule_armed", INFO, "a schedule knows its next tick")
+    SCHEDULE_ENQUEUED = ("schedule_enqueued", INFO, "a schedule's tick enqueued its job")
+    SCHEDULE_TICKS_MISSED = ("schedule_ticks_missed", WARNING,
+                             "ticks passed while nobody ran the schedule; they are skipped")
+    SCHEDULES_RELOAD_FAILED = ("schedules_reload_failed", ERROR,
+                               "a reload's schedules were refused; the old ones stay")
+    # -- start-up and the SQLite store --------------------------------------------------
+    EXAMPLE_HANDLERS = ("example_handlers", WARNING,
+                        "no --app was given: the shipped example handlers run")
+    SQLITE_WAL_UNAVAILABLE = ("sqlite_wal_unavailable", WARNING,
+                              "the SQLite file cannot use WAL journaling")
+    SQLITE_ON_NETWORK_FILESYSTEM = ("sqlite_on_network_filesystem", WARNING,
+                                    "the SQLite file is on a network filesystem")
+    SQLITE_SHARED_BY_HOSTS = ("sqlite_shared_by_hosts", WARNING,
+                              "workers of another host hold jobs of this SQLite file")
+
+
+_BY_NAME = {member.value: member for member in Event}
+
+
+def named(name: str) -> Event:
+    """The catalogue entry for `name` (a member or its string); ValueError if none."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown event name {name!r}: declare it in prefork/events.py") from None

@@ -1,0 +1,203 @@
+"""Running a command job's program: start it in its own process group, relay its
+output to the log line by line, stop the whole group at a timeout, and describe how
+it ended.
+
+What to run (argv, cwd, env) comes from worker/commands.py, which parses the
+[command:TYPE] sections and fills the placeholders; nothing here reads config.
+"""
+import os
+import re
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterable
+from typing import IO
+
+from ..errors import CommandFailed
+from ..events import Event
+from ..jobs import Job
+from ..logs import event
+from ..process_signals import PARENT_ONLY_SIGNALS, preexec_die_with_parent
+
+TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
+KILL_GRACE = 5.0              # seconds between SIGTERM and SIGKILL at a timeout
+MAX_LINE_BYTES = 1000         # longer output lines are cut
+MAX_LINES = 500               # output lines logged per job; the rest are counted
+DRAIN_AFTER_EXIT = 1.0        # seconds to read output a left-over grandchild still writes
+READ_SIZE = 65536
+# The supervisor's settings (the DB password!) stay ours; the job's are set per job.
+OWN_ENV_PREFIXES = ("PREFORK_QUEUE_", "PREFORK_JOB_")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def describe_status(returncode: int) -> str:
+    """How the program ended, as stored in last_error: "command exited 3", "command
+    killed by SIGKILL"."""
+    if returncode < 0:
+        try:
+            return f"command killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"command killed by signal {-returncode}"
+    if returncode == TEMPFAIL:
+        return f"command exited {TEMPFAIL} (temporary failure)"
+    return f"command exited {returncode}"
+
+
+def command_environment(extra: Iterable[tuple[str, str]], job: Job) -> dict[str, str]:
+    """The supervisor's environment without prefork-queue's own variables, plus the
+    section's env (`extra`) and what the program may want to know about its job."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(OWN_ENV_PREFIXES)}
+    env.update(extra)
+    env.update(PREFORK_JOB_ID=str(job.id), PREFORK_JOB_TYPE=job.type,
+               PREFORK_JOB_QUEUE=job.queue, PREFORK_JOB_ATTEMPT=str(job.attempt))
+    if job.idempotency_key:
+        env["PREFORK_JOB_KEY"] = job.idempotency_key
+    return env
+
+
+def execute(argv: list[str], job: Job, cwd: str | None,
+            extra_env: Iterable[tuple[str, str]]) -> int:
+    """Run the program to its end, relaying its output; returns its returncode.
+
+    A JobTimeout (soft timeout) or QuickStop raised while it runs stops the
+    program's whole process group (SIGTERM, SIGKILL after KILL_GRACE) and
+    propagates.
+    """
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=cwd,
+                                env=command_environment(extra_env, job), start_new_session=True,
+                                preexec_fn=preexec_die_with_parent(
+                                    signal.SIGKILL, then=_restore_ignored_signals))
+    except OSError as exc:
+        raise CommandFailed(f"command could not start: {exc.strerror}") from None
+    event(Event.COMMAND_STARTED, job_id=job.id, type=job.type, program=argv[0],
+          command_pid=proc.pid)
+    stdout, stderr = _pipes(proc)
+    try:
+        relay_output(proc, OutputLog(job))
+        status = proc.wait()
+    finally:
+        if proc.returncode is None:
+            _stop(proc, job)
+        stdout.close()
+        stderr.close()
+    event(Event.COMMAND_EXITED, job_id=job.id, type=job.type, status=describe_status(status),
+          elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+    return status
+
+
+def _pipes(proc: "subprocess.Popen[bytes]") -> tuple[IO[bytes], IO[bytes]]:
+    """The program's stdout and stderr: pipes, as execute() asks for both."""
+    if proc.stdout is None or proc.stderr is None:
+        raise RuntimeError("the program was started without output pipes")
+    return proc.stdout, proc.stderr
+
+
+def _restore_ignored_signals() -> None:
+    """The signals a worker child ignores (the parent acts on them) would stay ignored
+    across exec: the program gets them back at their default."""
+    for signum in PARENT_ONLY_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _stop(proc: "subprocess.Popen[bytes]", job: Job) -> None:
+    """Stop the program and whatever it started: SIGTERM to its process group, SIGKILL
+    after KILL_GRACE (or at once if we are interrupted meanwhile)."""
+    event(Event.COMMAND_STOPPING, job_id=job.id, type=job.type, command_pid=proc.pid,
+          grace_s=KILL_GRACE)
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)   # left-over members of the group, too
+        proc.wait()
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def relay_output(proc: "subprocess.Popen[bytes]", output: "OutputLog") -> None:
+    """Log stdout and stderr line by line until both end (or shortly after the
+    program exited, should a grandchild keep them open)."""
+    stdout, stderr = _pipes(proc)
+    streams = {stdout.fileno(): "stdout", stderr.fileno(): "stderr"}
+    exited_at = None
+    while streams:
+        ready, _, _ = select.select(list(streams), [], [], 0.5)
+        for fd in ready:
+            chunk = os.read(fd, READ_SIZE)
+            if chunk:
+                output.feed(streams[fd], chunk)
+            else:
+                output.finish(streams.pop(fd))
+        if streams and proc.poll() is not None:
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > DRAIN_AFTER_EXIT:
+                break
+    for stream in streams.values():
+        output.finish(stream)
+    output.report_dropped()
+
+
+class OutputLog:
+    """A command's output as command_output events: one per line, cut at
+    MAX_LINE_BYTES, at most MAX_LINES per job (the rest are only counted)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.logged = self.dropped = 0
+        self.pending = {"stdout": bytearray(), "stderr": bytearray()}
+        self.cutting = {"stdout": False, "stderr": False}   # inside an overlong line
+
+    def feed(self, stream: str, chunk: bytes) -> None:
+        pending = self.pending[stream]
+        pending += chunk
+        while True:
+            end = pending.find(b"\n")
+            if end < 0:
+                break
+            line = bytes(pending[:end])
+            del pending[:end + 1]
+            if self.cutting[stream]:
+                self.cutting[stream] = False   # the rest of a line already logged cut
+            else:
+                self._line(stream, line)
+        if len(pending) > MAX_LINE_BYTES:
+            if not self.cutting[stream]:
+                self._line(stream, bytes(pending))
+            self.cutting[stream] = True
+            pending.clear()
+
+    def finish(self, stream: str) -> None:
+        """The stream ended: log its last line, if it had no newline."""
+        pending = self.pending[stream]
+        if pending and not self.cutting[stream]:
+            self._line(stream, bytes(pending))
+        pending.clear()
+
+    def report_dropped(self) -> None:
+        if self.dropped:
+            event(Event.COMMAND_OUTPUT_TRUNCATED, job_id=self.job.id, type=self.job.type,
+                  dropped_lines=self.dropped, max_lines=MAX_LINES)
+
+    def _line(self, stream: str, raw: bytes) -> None:
+        if self.logged >= MAX_LINES:
+            self.dropped += 1
+            return
+        self.logged += 1
+        fields: dict[str, bool] = {}
+        if len(raw) > MAX_LINE_BYTES:
+            raw, fields["truncated"] = raw[:MAX_LINE_BYTES], True
+        text = CONTROL_CHARS.sub("?", raw.decode("utf-8", "replace").rstrip("\r"))
+        event(Event.COMMAND_OUTPUT, job_id=self.job.id, type=self.job.type, stream=stream,
+              line=text, **fields)
