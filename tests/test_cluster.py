@@ -44,7 +44,7 @@ def test_status_shows_every_supervisor_and_what_its_workers_do(supervisors, enqu
         busy = [c for sup in pids.values() for c in sup["children"] if c.get("job_id") == job_id]
         return report if {first.pid, second.pid} <= set(pids) and busy else None
 
-    report = wait_until(both_reported, timeout=10)
+    report = wait_until(both_reported, timeout=30)
     by_pid = {sup["pid"]: sup for sup in report["supervisors"]}
     assert by_pid[second.pid]["queues"] == ["mail"] and by_pid[first.pid]["workers"] == 2
     assert report["queues"]["default"]["reserved"] == 1
@@ -61,14 +61,15 @@ def test_a_killed_supervisor_is_pruned_and_its_jobs_come_back_before_their_lease
     children = [child.pid for child in doomed.children()]
     os.killpg(doomed.pid, signal.SIGKILL)   # the whole host at once: parent and children
     wait_gone([doomed.pid] + children)
-    killed_at = time.monotonic()
     survivor = supervisors("--workers", "2", "--lease-seconds", "300")
-    pruned = survivor.wait_event("supervisor_pruned", timeout=10)[0]
+    # Handed back by the prune (the 300 s leases are far from expiring: these waits
+    # are bounded well under them), not by lease recovery.
+    pruned = survivor.wait_event("supervisor_pruned", timeout=30)[0]
     assert pruned["jobs_handed_back"] == 2
     rows = wait_until(lambda: [job_row(clean_db, job_id) for job_id in ids]
                       if all(job_row(clean_db, j)["attempts"] == 2 for j in ids) else None,
-                      timeout=10, message="both jobs claimed again")
-    assert time.monotonic() - killed_at < 60    # long before the 300 s leases
+                      timeout=30, message="both jobs claimed again")
+    assert not survivor.events("leases_recovered")
     assert all(row["status"] == "reserved" for row in rows)
 
 
@@ -99,5 +100,5 @@ def test_a_paused_queue_waits_and_resumes(supervisors, enqueue, migrated, clean_
     assert job_row(clean_db, job_id)["status"] == "ready"
     assert status(migrated)["queues"]["mail"]["paused"] is True
     assert run_cli("resume", "mail", dsn=migrated).returncode == 0
-    wait_until(lambda: job_row(clean_db, job_id)["status"] == "done", timeout=5)
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "done", timeout=15)
     assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 1

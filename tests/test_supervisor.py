@@ -1,4 +1,7 @@
-"""The pre-fork supervisor, watched from outside: real processes, real signals, real MariaDB."""
+"""The pre-fork supervisor, watched from outside: real processes, real signals, real MariaDB.
+A deadline here bounds a wait (generously: CI machines are shared and noisy); what a
+test proves is what happened, never how fast."""
+import re
 import signal
 import time
 
@@ -46,16 +49,20 @@ def test_children_each_open_their_own_connection(supervisor):
 
 
 def test_sigkill_of_a_busy_child_hands_its_job_back_at_once(supervisor, enqueue, clean_db):
-    job_id = enqueue("slow_ledger", {"seconds": 30}, key="k1")
-    sup = supervisor("--workers", "2", "--retry-base", "0.01")
+    """At once: the parent hands the job back when it reaps the child, long before
+    the job's 300 s lease could expire (which would be lease recovery, not this).
+    The 60 s retry backoff keeps it ready for the replacement not to take it."""
+    job_id = enqueue("slow_ledger", {"seconds": 600}, key="k1")
+    sup = supervisor("--workers", "2", "--retry-base", "60", "--lease-seconds", "300")
     pid = busy_child(sup, job_id)
-    killed_at = time.monotonic()
     psutil.Process(pid).kill()
-    wait_until(lambda: job_row(clean_db, job_id)["status"] != "reserved", timeout=1.0,
-               message="job handed back within 1 s")
+    handed_back = sup.wait_event("job_handed_back", job_id=job_id, timeout=60)[0]
+    assert (handed_back["cause"], handed_back["status"], handed_back["charged"]) == \
+        ("SIGKILL", "ready", True)
     row = job_row(clean_db, job_id)
-    assert row["last_error"] == "worker died: SIGKILL" and row["crashes"] == 1
-    assert time.monotonic() - killed_at < 1.0
+    assert (row["status"], row["attempts"], row["crashes"], row["last_error"]) == \
+        ("ready", 1, 1, "worker died: SIGKILL")
+    assert not sup.events("leases_recovered")
     replacement = sup.wait_children(2)
     assert pid not in {child.pid for child in replacement}
     exited = sup.wait_event("worker_exited", pid=pid)[0]
@@ -83,7 +90,7 @@ def test_children_leave_when_the_parent_is_killed(supervisor, enqueue, clean_db)
     children = [child.pid for child in sup.wait_children(3)]
     sup.proc.kill()
     sup.proc.wait(5)
-    wait_gone(children, timeout=3)  # PDEATHSIG: idle ones at once, the busy one after its job
+    wait_gone(children, timeout=15)  # PDEATHSIG: idle ones at once, the busy one after its job
     assert job_row(clean_db, job_id)["status"] == "done"  # it finished its job first
     assert ledger_count(clean_db) == 1
 
@@ -175,10 +182,11 @@ def test_max_items_recycles_one_child_at_a_time_without_losing_jobs(supervisor, 
                                                                        clean_db):
     ids = [enqueue("slow_ledger", {"seconds": 0}, key=f"r{i}") for i in range(30)]
     sup = supervisor("--workers", "3", "--max-items", "2", "--max-items-jitter", "1")
-    peak = 0
+    peak, deadline = 0, time.monotonic() + 60
     while ledger_count(clean_db) < 30:
         peak = max(peak, len(sup.children()))
         assert sup.proc.poll() is None
+        assert time.monotonic() < deadline, f"{ledger_count(clean_db)} of 30 jobs done in 60 s"
         time.sleep(0.005)
     assert peak <= 4, f"{peak} children at once"
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'"
@@ -211,7 +219,7 @@ def test_hard_timeout_kills_the_child_and_counts_an_attempt(supervisor, enqueue,
     job_id = enqueue("stuck", max_attempts=5)
     sup = supervisor("--workers", "1", "--retry-base", "60")
     pid = busy_child(sup, job_id)
-    wait_until(lambda: job_row(clean_db, job_id)["status"] == "ready", timeout=5,
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "ready", timeout=30,
                message="hard-timed-out job handed back")
     row = job_row(clean_db, job_id)
     assert row["last_error"] == "worker died: hard timeout after 1s" and row["attempts"] == 1
@@ -223,36 +231,36 @@ def test_hard_timeout_kills_the_child_and_counts_an_attempt(supervisor, enqueue,
 def test_soft_timeout_interrupts_the_handler(supervisor, enqueue, clean_db):
     job_id = enqueue("dawdle", max_attempts=1)
     sup = supervisor("--workers", "1")
-    wait_until(lambda: job_row(clean_db, job_id)["status"] == "dead", timeout=5)
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "dead", timeout=30)
     assert job_row(clean_db, job_id)["last_error"] == "soft timeout after 0.5s"
     sup.wait_children(1)
     assert not sup.events("worker_exited")  # the child survived its job's timeout
 
 
 def test_a_job_longer_than_its_lease_keeps_it(supervisor, enqueue, clean_db):
-    job_id = enqueue("slow_ledger", {"seconds": 2.5}, key="long")
-    supervisor("--workers", "2", "--lease-seconds", "1")
-    wait_until(lambda: job_row(clean_db, job_id)["status"] == "done", timeout=10)
+    job_id = enqueue("slow_ledger", {"seconds": 5}, key="long")
+    supervisor("--workers", "2", "--lease-seconds", "2")
+    wait_until(lambda: job_row(clean_db, job_id)["status"] == "done", timeout=30)
     row = job_row(clean_db, job_id)
     assert row["attempts"] == 1 and row["last_error"] is None
     assert ledger_count(clean_db) == 1
 
 
 def test_titles_show_what_each_process_does(supervisor, enqueue):
-    job_id = enqueue("slow_ledger", {"seconds": 3}, key="title")
+    job_id = enqueue("slow_ledger", {"seconds": 5}, key="title")
     sup = supervisor("--workers", "2", "--queues", "default,mail")
     busy = busy_child(sup, job_id)
     sup.wait_children(2)
     assert wait_until(lambda: "workers 2/2" in sup.title(sup.pid))
     parent = sup.title(sup.pid)
     assert parent.startswith("prefork-queue master [default,mail] workers 2/2 done 0 dead 0")
-    busy_title = wait_until(lambda: (lambda t: t if " 1s" in t or " 2s" in t else None)(
-        sup.title(busy)), timeout=3)
+    busy_title = wait_until(lambda: (lambda t: t if re.search(r" [1-9]\d*s$", t) else None)(
+        sup.title(busy)), timeout=15, message="the busy title counting seconds")
     assert busy_title.startswith("prefork-queue worker ") and \
         f"[default,mail] busy job {job_id} slow_ledger" in busy_title
     idle = [child.pid for child in sup.children() if child.pid != busy][0]
     assert sup.title(idle).endswith("[default,mail] idle")
-    wait_until(lambda: "done 1 dead 0" in sup.title(sup.pid), timeout=10)
+    wait_until(lambda: "done 1 dead 0" in sup.title(sup.pid), timeout=30)
     for pid in [sup.pid, busy, idle]:
         assert "mysql://" not in sup.title(pid)
 
@@ -276,7 +284,7 @@ def test_idle_workers_wake_at_once_for_jobs_enqueued_on_this_host(supervisor, en
     sup = supervisor("--workers", "2", "--poll-interval", "30")
     sup.wait_event("worker_ready", count=2)
     through_store = enqueue("noop")
-    wait_until(lambda: job_row(clean_db, through_store)["status"] == "done", timeout=5,
+    wait_until(lambda: job_row(clean_db, through_store)["status"] == "done", timeout=10,
                message="a job enqueued through the store run at once")
     app = admin_connection(database=migrated.rsplit("/", 1)[1], autocommit=False)
     try:
@@ -285,7 +293,7 @@ def test_idle_workers_wake_at_once_for_jobs_enqueued_on_this_host(supervisor, en
         prefork.notify(app)
     finally:
         app.close()
-    wait_until(lambda: job_row(clean_db, in_transaction)["status"] == "done", timeout=5,
+    wait_until(lambda: job_row(clean_db, in_transaction)["status"] == "done", timeout=10,
                message="a job enqueued in the application's transaction run after notify()")
 
 
@@ -330,13 +338,15 @@ def test_a_dead_workers_done_but_unwritten_jobs_are_completed_by_the_parent(
 def test_done_jobs_of_a_batch_read_done_while_a_slower_job_of_it_runs(
         supervisor, warm_batch, clean_db, tmp_path):
     log = tmp_path / "tally.log"
+    release = tmp_path / "release"
     supervisor("--workers", "1", "--claim-batch", "8")
     fast, slow = warm_batch(("tally", {"log": str(log)}, 0),
-                            ("tally", {"log": str(log), "seconds": 4}, 1))
-    wait_until(lambda: job_row(clean_db, fast)["status"] == "done", timeout=3,
-               message="the fast job before the slow one written by the parent")
+                            ("tally", {"log": str(log), "until": str(release)}, 1))
+    wait_until(lambda: job_row(clean_db, fast)["status"] == "done", timeout=30,
+               message="the fast job, written by the parent while the slow one runs")
     assert job_row(clean_db, slow)["status"] == "reserved"
-    wait_until(lambda: job_row(clean_db, slow)["status"] == "done", timeout=10)
+    release.touch()
+    wait_until(lambda: job_row(clean_db, slow)["status"] == "done", timeout=30)
     assert tallied(log) == [fast, slow]
 
 
@@ -347,9 +357,9 @@ def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor
                                *[("slow_ledger", {"seconds": 0}, 2)] * 4)
     pid = busy_child(sup, slow)
     wait_until(lambda: all(job_row(clean_db, j)["status"] == "reserved" for j in behind),
-               timeout=5, message="the jobs behind the slow one claimed in its batch")
+               timeout=15, message="the jobs behind the slow one claimed in its batch")
     psutil.Process(pid).kill()
-    wait_until(lambda: all(job_row(clean_db, j)["status"] == "done" for j in behind), timeout=10,
+    wait_until(lambda: all(job_row(clean_db, j)["status"] == "done" for j in behind), timeout=30,
                message="the held jobs run by the replacement")
     for job_id in behind:   # given back unused: their one attempt is the replacement's
         row = job_row(clean_db, job_id)

@@ -8,12 +8,22 @@ from ledger_app import ledger as write_ledger
 import prefork
 
 _hoard = []
+RELEASE_TIMEOUT = 60.0
+
+
+def wait_for_file(path, timeout):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 @prefork.handler("tally")
 def tally(job):
-    """Sleeps payload['seconds'], then appends its id to the file payload['log']. No
-    transaction of its own: the worker writes its completion (with its batch's)."""
+    """Sleeps payload['seconds'] (or, given payload['until'], until that file exists:
+    60 s at most), then appends its id to the file payload['log']. No transaction of
+    its own: the worker writes its completion (with its batch's)."""
+    if "until" in job.payload:
+        wait_for_file(job.payload["until"], RELEASE_TIMEOUT)
     time.sleep(float(job.payload.get("seconds", 0)))
     with open(job.payload["log"], "a") as log:
         log.write(f"{job.id}\n")
