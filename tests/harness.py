@@ -24,10 +24,11 @@ def catalogued(name):
     return name
 
 
-def assert_never_logged(log_text, name):
-    """The event `name` appears nowhere in `log_text`; and it is a real event name,
-    so that this cannot pass merely because the event was renamed."""
-    assert catalogued(name) not in log_text, f"{name} was logged:\n{log_text}"
+def assert_never_logged(log, name):
+    """The event `name` is nowhere in `log` (a log's text, or the list of the names of
+    its events); and it is a real event name, so that this cannot pass merely
+    because the event was renamed."""
+    assert catalogued(name) not in log, f"{name} was logged:\n{log}"
 
 
 class EventLog:
