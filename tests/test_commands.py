@@ -1,5 +1,6 @@
-"""Command jobs ([command:TYPE] sections): argv templates, and real programs run by a
-real supervisor's workers against real MariaDB."""
+"""Command jobs ([command:TYPE] sections): the sections as read from a config file, and
+real programs run by a real supervisor's workers against real MariaDB. How a template
+is filled is tested in tests/fast/test_command_placeholders.py."""
 import itertools
 import json
 import shlex
@@ -11,7 +12,7 @@ from conftest import APPS, job_row, wait_until
 from harness import SupervisorProcess, wait_gone
 
 from prefork import config as config_module, registry
-from prefork.errors import RejectedJob, UserError
+from prefork.errors import UserError
 from prefork.jobs import new_job
 from prefork.observers import schedules
 from prefork.worker import command_process, commands
@@ -32,32 +33,7 @@ def spec(tmp_path, body, job_type="probe"):
     return load_commands(tmp_path, f"[command:{job_type}]\n{body}")[job_type]
 
 
-# -- the argv template -----------------------------------------------------------------
-
-def test_each_placeholder_fills_exactly_its_own_argument(tmp_path):
-    probe = spec(tmp_path, f"argv = {PROBE_ARGV} --label={{label}} 'two words' "
-                           "{{literal}} {a}{b}\n")
-    payload = {"mode": "ok", "record": "/tmp/r", "label": NASTY, "a": 7, "b": True}
-    assert commands.render_argv(probe, payload) == [
-        sys.executable, str(PROBE), "ok", "/tmp/r", f"--label={NASTY}", "two words",
-        "{literal}", "7true"]
-    assert probe.placeholders() == ["a", "b", "label", "mode", "record"]
-
-
-@pytest.mark.parametrize("payload, complaint", [
-    ({"mode": "ok"}, "command placeholder {record}: no such key in the payload"),
-    ({"mode": "ok", "record": {"secret": "s3cr3t"}}, "command placeholder {record}: the value"),
-    ({"mode": "ok", "record": ["s3cr3t"]}, "command placeholder {record}: the value"),
-    ({"mode": "ok", "record": None}, "command placeholder {record}: the value"),
-    ({"mode": "ok", "record": "s3cr3t\0"}, "command placeholder {record}: the value"),
-])
-def test_a_payload_that_cannot_fill_the_placeholders_is_refused_without_its_value(
-        tmp_path, payload, complaint):
-    probe = spec(tmp_path, f"argv = {PROBE_ARGV}\n")
-    with pytest.raises(RejectedJob) as caught:
-        commands.render_argv(probe, payload)
-    assert str(caught.value).startswith(complaint) and "s3cr3t" not in str(caught.value)
-
+# -- the [command:TYPE] section ---------------------------------------------------------
 
 @pytest.mark.parametrize("body, complaint", [
     ("argv = \n", "argv is required"),
