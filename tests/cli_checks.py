@@ -5,7 +5,11 @@ errors"), written here as numbers, not read from prefork.cli.exit_codes: a
 change of the code's constants must fail these tests.
 """
 import socket
+import subprocess
+import sys
 from contextlib import contextmanager
+
+from conftest import cli_env
 
 USAGE_ERROR = 2       # bad usage or input: option, config, DSN, JSON, job type, missing schema
 DATABASE_ERROR = 3    # the database cannot be reached, refuses us, or fails a statement
@@ -30,3 +34,11 @@ def closed_port():
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         yield held.getsockname()[1]
+
+
+def run_cli_in(directory, *args, dsn=None, timeout=60, **extra_env):
+    """`python -m prefork ARGS` run to completion in `directory` (where a default
+    SQLite file would appear)."""
+    return subprocess.run([sys.executable, "-m", "prefork", *args], cwd=directory,
+                          env=cli_env(dsn, **extra_env), capture_output=True, text=True,
+                          timeout=timeout)

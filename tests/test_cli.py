@@ -1,6 +1,6 @@
 """The job CLI as a user runs it: `python -m prefork ...` in a subprocess against
-a real MariaDB. Bad input is one line on stderr, a non-zero exit, no traceback,
-and no change to the database.
+a real MariaDB. Bad input is one line on stderr, no traceback, no change to the
+database, and the exit code the README promises (tests/cli_checks.py).
 """
 import json
 import subprocess
@@ -10,25 +10,17 @@ import uuid
 
 import pymysql
 import pytest
+from cli_checks import DATABASE_ERROR, USAGE_ERROR, assert_refused, closed_port, run_cli_in
 from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar
 
+from prefork.cli.main import parse
+from prefork.cli.parser import with_default_command
 from prefork.jobs import new_job
 
 JOBS = "SELECT COUNT(*) FROM prefork_jobs"
 
 
 # --- helpers -----------------------------------------------------------------------
-
-def assert_refused(result, *words):
-    """One line on stderr naming the problem, a non-zero exit, no traceback, nothing on stdout."""
-    assert result.returncode != 0, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    assert result.stdout == "", result.stdout
-
 
 def job_count(conn):
     return scalar(conn, JOBS)
@@ -102,6 +94,74 @@ def test_bulk_enqueue_of_10000_jobs_is_drained_exactly_once(migrated, clean_db, 
     assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == total
 
 
+# --- the command line: settings before or after the command ---------------------------
+
+@pytest.mark.parametrize("argv,expected", [
+    ([], ["run"]),
+    (["--workers", "8"], ["run", "--workers", "8"]),            # the README's first command
+    (["--dsn", "status"], ["run", "--dsn", "status"]),          # a flag's value is no command
+    (["--dsn", "sqlite:///q.db", "status"], ["--dsn", "sqlite:///q.db", "status"]),
+    (["--log-level=debug", "enqueue", "noop"], ["--log-level=debug", "enqueue", "noop"]),
+    (["--help"], ["--help"]),
+    (["--dsn", "sqlite:///q.db", "--version"], ["--dsn", "sqlite:///q.db", "--version"]),
+])
+def test_a_command_line_without_a_command_runs_the_supervisor(argv, expected):
+    assert with_default_command(argv) == expected
+
+
+def test_the_flags_a_supervisor_reloads_with_come_from_both_sides_of_the_command():
+    """SIGHUP reloads the config under the command line's flags: args.flags must hold
+    those given before the command too, and the one after it where both are given."""
+    args = parse(["--workers", "3", "--config", "a.conf", "run", "--queues", "mail"])
+    assert (args.command, args.config) == ("run", "a.conf")
+    assert (args.flags["workers"], args.flags["queues"], args.flags["dsn"]) == ("3", "mail", None)
+    both = parse(["--workers", "3", "--config=a.conf", "run", "--workers", "4", "--config", "b"])
+    assert (both.flags["workers"], both.config) == ("4", "b")
+
+
+def test_settings_flags_work_before_the_command(migrated, clean_db, tmp_path):
+    conf = tmp_path / "queue.conf"
+    conf.write_text(f"[prefork-queue]\ndsn = {migrated}\n")
+    enqueued = run_cli_in(tmp_path, "--config", str(conf), "--log-level", "debug", "enqueue",
+                          "noop", "{}", "--key", "before-1")
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = int(enqueued.stdout)
+    assert job_row(clean_db, job_id)["idempotency_key"] == "before-1"
+    status = run_cli_in(tmp_path, "--dsn", migrated, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["queues"]["default"]["ready"] == 1
+    # Both sides: the flag after the command wins.
+    with closed_port() as port:
+        shown = run_cli_in(tmp_path, "--dsn", f"mysql://root@127.0.0.1:{port}/jobs", "show",
+                           str(job_id), "--dsn", migrated)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == job_id
+    assert not list(tmp_path.glob("*.db")), "a flag was lost: the default SQLite file was used"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["statsu"], ["invalid choice: 'statsu'"]),
+    (["status", "--bogus"], ["unrecognized arguments", "--bogus"]),
+    (["--bogus=1", "status"], ["unrecognized arguments", "--bogus"]),
+    (["--max-attempts", "0", "status"], ["max_attempts", "at least 1"]),
+    (["--workers", "4", "bench"], ["--workers", "after the command"]),   # bench's is a list
+    (["--log-level", "debug"], ["no job handlers"]),   # run, with a DSN and no --app
+])
+def test_bad_usage_exits_2_before_touching_the_database(args, words):
+    with closed_port() as port:
+        result = run_cli(*args, dsn=f"mysql://root@127.0.0.1:{port}/jobs")
+    assert_refused(result, *words, exit_code=USAGE_ERROR)
+
+
+def test_help_and_version_exit_0_before_or_after_settings():
+    version = run_cli("--dsn", "sqlite:///q.db", "--version")
+    assert (version.returncode, version.stdout.split()[0]) == (0, "prefork-queue")
+    top = run_cli("--workers", "8", "--help")
+    assert top.returncode == 0 and "COMMAND" in top.stdout and "--dsn URL" in top.stdout
+    status = run_cli("--dsn", "sqlite:///q.db", "status", "--help")
+    assert status.returncode == 0 and status.stdout.startswith("usage: prefork-queue status")
+
+
 # --- bad input: one line, non-zero, nothing changed ------------------------------------
 
 @pytest.mark.parametrize("bad_dsn,words", [
@@ -110,16 +170,34 @@ def test_bulk_enqueue_of_10000_jobs_is_drained_exactly_once(migrated, clean_db, 
     ("mysql://root@127.0.0.1:3306/", ["bad DSN", "database"]),
     ("mysql://root@127.0.0.1:notaport/jobs", ["bad DSN", "port"]),
     ("mysql://root@127.0.0.1:3306/jobs?ssl=1", ["bad DSN", "ssl"]),
-    ("mysql://root@127.0.0.1:1/jobs", ["cannot connect", "127.0.0.1:1"]),
 ])
-def test_bad_or_unreachable_database_is_one_line(migrated, clean_db, bad_dsn, words):
+def test_a_bad_dsn_is_one_line_and_a_usage_error(migrated, clean_db, bad_dsn, words):
     before = job_count(clean_db)
     for args in (["enqueue", "noop", "{}"], ["work", "--app", "ledger_app", "--once"], ["failed"]):
         result = run_cli(*args, "--connect-timeout", "2", dsn=bad_dsn, timeout=30)
         assert_refused(result, *words)
-        assert result.returncode == 2
         assert "s3cret-pw" not in result.stderr
     assert job_count(clean_db) == before
+
+
+UNREACHABLE_COMMANDS = [["enqueue", "noop", "{}"], ["work", "--app", "ledger_app", "--once"],
+                        ["failed"], ["show", "1"], ["status"], ["migrate"],
+                        ["run", "--app", "ledger_app"], ["--app", "ledger_app", "--workers", "1"]]
+
+
+@pytest.mark.parametrize("args", UNREACHABLE_COMMANDS, ids=" ".join)
+def test_an_unreachable_database_exits_3(args):
+    with closed_port() as port:
+        address = f"127.0.0.1:{port}"
+        result = run_cli(*args, "--connect-timeout", "2", dsn=f"mysql://root@{address}/jobs",
+                         timeout=30)
+    assert_refused(result, "cannot connect", address, exit_code=DATABASE_ERROR)
+
+
+def test_an_sqlite_file_that_cannot_be_opened_exits_3(tmp_path):
+    missing = tmp_path / "no-such-dir" / "q.db"
+    result = run_cli("enqueue", "noop", dsn=f"sqlite:///{missing}")
+    assert_refused(result, "cannot open SQLite database", exit_code=DATABASE_ERROR)
 
 
 def test_an_empty_dsn_is_one_line(mysql_server):
@@ -348,7 +426,7 @@ def test_worker_account_from_grants_can_enqueue_and_work_but_not_delete_or_drop(
         assert password not in work.stderr + first.stderr + retried.stderr
 
         wrong = run_cli("enqueue", "noop", dsn=dsn, PREFORK_QUEUE_DB_PASSWORD="wrong")
-        assert_refused(wrong, "cannot connect", user)
+        assert_refused(wrong, "cannot connect", user, exit_code=DATABASE_ERROR)
         before = job_count(clean_db)
         as_worker = pymysql.connect(host=SERVER["host"], port=SERVER["port"], user=user,
                                     password=password, database=database, autocommit=True)
@@ -363,7 +441,7 @@ def test_worker_account_from_grants_can_enqueue_and_work_but_not_delete_or_drop(
             as_worker.close()
         assert job_count(clean_db) == before
         migrate = run_cli("migrate", dsn=dsn, PREFORK_QUEUE_DB_PASSWORD=password)
-        assert_refused(migrate, "database error")
+        assert_refused(migrate, "database error", exit_code=DATABASE_ERROR)   # no CREATE
     finally:
         admin.cursor().execute("DROP USER IF EXISTS %s@'127.0.0.1'", (user,))
         admin.close()

@@ -5,7 +5,7 @@ In process through prefork.config.load, and end to end through
 `prefork-queue config` (which needs no database).
 """
 import pytest
-from cli_checks import assert_refused
+from cli_checks import assert_refused, closed_port
 from conftest import run_cli
 
 from prefork import config
@@ -204,9 +204,10 @@ def test_invalid_values_are_one_line_errors(args, env, words):
 
 def test_invalid_values_are_refused_before_the_database_is_touched(tmp_path):
     # No server at this DSN: the value error must come first, and alone.
-    result = run_cli("enqueue", "noop", "--max-attempts", "0",
-                     dsn="mysql://root@127.0.0.1:1/nowhere")
-    assert_refused(result, "max_attempts")
-    assert "connect" not in result.stderr
-    before = run_cli("--max-attempts", "0", "enqueue", "noop", dsn="mysql://root@127.0.0.1:1/nowhere")
-    assert_refused(before, "max_attempts")
+    with closed_port() as port:
+        nowhere = f"mysql://root@127.0.0.1:{port}/nowhere"
+        after = run_cli("enqueue", "noop", "--max-attempts", "0", dsn=nowhere)
+        before = run_cli("--max-attempts", "0", "enqueue", "noop", dsn=nowhere)
+    for result in (after, before):
+        assert_refused(result, "max_attempts")
+        assert "connect" not in result.stderr

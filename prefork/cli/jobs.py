@@ -23,11 +23,13 @@ JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_
 # --- producing --------------------------------------------------------------------
 
 def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("type", nargs="?", metavar="TYPE", help="Job type (a registered handler name).")
+    parser.add_argument("type", nargs="?", metavar="TYPE",
+                        help="Job type (a registered handler name).")
     parser.add_argument("payload", nargs="?", metavar="JSON", help="Payload: a JSON object.")
     parser.add_argument("--queue", default="default")
     parser.add_argument("--key", help="Idempotency key: the same queue and key give the same job.")
-    parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="Run no sooner than S seconds from now.")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S",
+                        help="Run no sooner than S seconds from now.")
     parser.add_argument("--priority", type=int, default=0, help="Lower runs first (default 0).")
     parser.add_argument("--file", metavar="JOBS.jsonl", help='One job a line: {"type": ..., '
                         '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts"}.')

@@ -17,7 +17,8 @@ from . import bench  # noqa: F401
 from .exit_codes import ExitCode
 from .parser import COMMANDS, PROG, build_parser, command_in, parse, with_default_command
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+# Re-exported with every command registered, for tests and tools.
+__all__ = ["COMMANDS", "build_parser", "main", "parse"]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
