@@ -1,0 +1,116 @@
+"""The supervisor's decisions alone: no process, no pipe, no database."""
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Optional
+
+from prefork.supervisor import decisions
+
+
+@dataclass
+class Child:
+    name: str
+    started: float = 0.0
+    busy: bool = False
+    generation: int = 0
+    retire_reason: Optional[str] = None
+    stop_cause: Optional[str] = None
+    started_wall: float = 0.0
+
+
+def names(children):
+    return [child.name for child in children]
+
+
+# -- which child goes first ---------------------------------------------------------
+
+def test_extras_are_idle_before_busy_then_oldest_first():
+    wanted = [Child("busy-old", 1, busy=True), Child("idle-new", 5), Child("idle-old", 2),
+              Child("busy-new", 6, busy=True)]
+    assert names(decisions.extras(wanted, 4)) == []
+    assert names(decisions.extras(wanted, 3)) == ["idle-old"]
+    assert names(decisions.extras(wanted, 1)) == ["idle-old", "idle-new", "busy-old"]
+    assert names(decisions.extras(wanted, 0)) == ["idle-old", "idle-new", "busy-old", "busy-new"]
+
+
+def test_a_reload_replaces_the_older_generation_idle_and_oldest_first():
+    children = [Child("new-gen", 1, generation=2), Child("busy", 2, busy=True, generation=1),
+                Child("idle-young", 4, generation=1), Child("idle-old", 3, generation=1)]
+    assert decisions.next_replacement(children, generation=2).name == "idle-old"
+    assert decisions.next_replacement(children, generation=1).name == "new-gen"
+
+
+def test_one_rolling_replacement_at_a_time():
+    children = [Child("retiring", 1, retire_reason="max-items"), Child("old", 2, generation=0)]
+    assert decisions.next_replacement(children, generation=1).name == "retiring"
+    for cause in decisions.ROLLING_CAUSES:
+        children[0].stop_cause = cause   # being replaced: the next waits for it
+        assert decisions.next_replacement(children, generation=1) is None
+    children[0].stop_cause = "scale down"   # not a replacement: the next may go
+    assert decisions.next_replacement(children, generation=1).name == "old"
+
+
+def test_nothing_to_replace_when_every_child_is_current():
+    children = [Child("a", 1, generation=3), Child("b", 2, generation=3)]
+    assert decisions.next_replacement(children, generation=3) is None
+    assert decisions.next_replacement([], generation=3) is None
+
+
+# -- the restart request (database clock) ---------------------------------------------
+
+DB_NOW = datetime(2026, 12, 1, 12, 0, 0)
+
+
+def wall(moment):
+    return moment.replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_a_restart_request_applies_once_and_not_before_its_time():
+    requested = DB_NOW - timedelta(seconds=5)
+    assert decisions.restart_request_applies(requested, DB_NOW, applied=None)
+    assert not decisions.restart_request_applies(requested, DB_NOW, applied=requested)
+    assert decisions.restart_request_applies(requested, DB_NOW, applied=requested - timedelta(1))
+    assert not decisions.restart_request_applies(DB_NOW + timedelta(seconds=1), DB_NOW, None)
+    assert decisions.restart_request_applies(DB_NOW, DB_NOW, None)
+    assert not decisions.restart_request_applies(None, DB_NOW, None)
+
+
+def test_children_started_before_the_request_by_the_database_clock_are_retired():
+    requested = DB_NOW - timedelta(seconds=10)
+    # Our clock runs 60 s behind the database's: a child started 20 s ago by our
+    # clock started at DB_NOW - 20 s by the database's.
+    local_now = DB_NOW - timedelta(seconds=60)
+    before = Child("before", started_wall=wall(local_now - timedelta(seconds=20)))
+    after = Child("after", started_wall=wall(local_now - timedelta(seconds=5)))
+    retiring = Child("retiring", started_wall=wall(local_now - timedelta(seconds=30)),
+                     retire_reason="max-items")
+    stopping = Child("stopping", started_wall=wall(local_now - timedelta(seconds=30)),
+                     stop_cause="scale down")
+    chosen = decisions.to_restart([before, after, retiring, stopping], requested, DB_NOW, local_now)
+    assert names(chosen) == ["before"]
+    # Read on our clock alone, "after" would look 65 s older than the request.
+    assert not decisions.started_before(after.started_wall, requested, DB_NOW, local_now)
+
+
+# -- back-off and what is due --------------------------------------------------------
+
+def test_restart_backoff_doubles_from_half_a_second_up_to_the_cap():
+    delays = [decisions.restart_backoff(failures, cap=10.0) for failures in range(1, 8)]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_hard_timeout_is_due_only_past_it_and_only_when_set():
+    assert not decisions.hard_timeout_due(since=100.0, now=105.0, hard_timeout=5.0)
+    assert decisions.hard_timeout_due(since=100.0, now=105.1, hard_timeout=5.0)
+    assert not decisions.hard_timeout_due(since=0.0, now=1e9, hard_timeout=None)
+    assert not decisions.hard_timeout_due(since=0.0, now=1e9, hard_timeout=0)
+
+
+def test_write_behind_is_due_after_its_delay():
+    after = decisions.WRITE_BEHIND_AFTER
+    assert not decisions.write_behind_due(unsaved_since=100.0, now=100.0 + after / 2)
+    assert decisions.write_behind_due(unsaved_since=100.0, now=100.0 + after)
+
+
+def test_only_jobs_older_than_a_third_of_the_lease_need_an_extension():
+    assert not decisions.lease_extension_due(since=100.0, now=105.0, lease_seconds=30.0)
+    assert decisions.lease_extension_due(since=100.0, now=110.0, lease_seconds=30.0)
