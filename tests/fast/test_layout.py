@@ -103,3 +103,11 @@ def test_no_class_over_300_lines():
             if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
                 long[f"{name}.{node.name}"] = node.end_lineno - node.lineno + 1
     assert long == {}
+
+
+def test_every_folder_of_code_is_a_package():
+    """setup.cfg's `packages = find:` ships only folders with an __init__.py: a folder of
+    modules without one would be missing from an installed wheel."""
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    assert sorted(str(folder.relative_to(PACKAGE)) for folder in folders
+                  if not (folder / "__init__.py").exists()) == []
