@@ -14,8 +14,8 @@ import prefork
 from prefork.errors import LeaseLost, UserError
 from prefork.jobs import new_job
 from prefork.retry import Decision
-from prefork.store.mysql import store as mysql_store
-from prefork.store.sqlite import store as sqlite_store
+from prefork.store.mysql import queries as mysql_queries
+from prefork.store.sqlite import queries as sqlite_queries
 from prefork.wakeups import doorbell
 
 WORKER = "test-host:1"
@@ -242,27 +242,29 @@ def fill_queues_for_plans(s):
 
 
 @pytest.mark.parametrize("query,args,index", [
-    (mysql_store.CLAIM_SELECT, ("q1", "q1"), "ix_prefork_jobs_claim"),
-    (mysql_store.EXPIRED_SELECT, (100,), "ix_prefork_jobs_lease"),
+    # the claim's locking read, as the claim script runs it
+    (mysql_queries.LOCK_NEXT_READY, ("q1", "q1", 10), "ix_prefork_jobs_claim"),
+    (mysql_queries.LOCK_EXPIRED, (100,), "ix_prefork_jobs_lease"),
     # a group completion's locking read: primary-key lookups, not a scan
-    (mysql_store._for_leases(mysql_store.COMPLETE_GROUP, [(), ()]).split(";")[0],
+    (mysql_queries.LOCK_LEASED_GROUP.format(lease_pairs=mysql_queries.lease_pairs(2)),
      (5, "a" * 32, 9, "b" * 32), "PRIMARY"),
-])
+], ids=["claim", "recovery", "group completion"])
 def test_mysql_queue_queries_read_an_index_range_in_order(store, clean_db, query, args, index):
     s = store()
     fill_queues_for_plans(s)
     s.set_paused("q2", True)   # the paused-queue check has a row to look at
     clean_db.cursor().execute("ANALYZE TABLE prefork_jobs")
     with clean_db.cursor(pymysql.cursors.DictCursor) as cursor:
-        cursor.execute("EXPLAIN " + query.replace("%s", "{}").format(
-            *(repr(arg) for arg in args)))
+        cursor.execute("EXPLAIN " + query, args)
         plan = cursor.fetchall()
     jobs_rows = [row for row in plan if row["table"] == "prefork_jobs"]
     assert len(jobs_rows) == 1, plan
     # The paused-queue check is one primary-key lookup (a const table: the
-    # optimizer reads that one row up front), never a scan.
+    # optimizer reads that one row up front), never a scan; the claim's derived
+    # table of next jobs is what the jobs row fills.
     assert all((row["table"] == "prefork_queue_states" and row["key"] == "PRIMARY")
                or "no matching row in const table" in (row["Extra"] or "")
+               or row["table"].startswith("<derived")
                for row in plan if row is not jobs_rows[0]), plan
     row = jobs_rows[0]
     assert row["key"] == index, row
@@ -270,14 +272,9 @@ def test_mysql_queue_queries_read_an_index_range_in_order(store, clean_db, query
     assert "filesort" not in (row["Extra"] or ""), row
 
 
-def joined_updates():
-    """The UPDATEs that join the jobs to a JSON list of ids (a claim's, a group completion's)."""
-    statements = (mysql_store.CLAIM_STEPS + mysql_store.COMPLETE_GROUP).split(";")
-    return [statement.strip() for statement in statements
-            if statement.strip().startswith("UPDATE prefork_jobs AS j")]
-
-
-@pytest.mark.parametrize("update", joined_updates(), ids=["claim", "group completion"])
+@pytest.mark.parametrize("update", [mysql_queries.RESERVE_LOCKED,
+                                    mysql_queries.COMPLETE_LOCKED_GROUP],
+                         ids=["claim", "group completion"])
 def test_mysql_joined_updates_go_by_the_primary_key(store, clean_db, update):
     s = store()
     # Few reserved rows among many: reading them through the lease index looks
@@ -287,15 +284,23 @@ def test_mysql_joined_updates_go_by_the_primary_key(store, clean_db, update):
     clean_db.cursor().execute("ANALYZE TABLE prefork_jobs")
     with clean_db.cursor(pymysql.cursors.DictCursor) as cursor:
         cursor.execute("SET @prefork_claimed = '[5, 9]', @prefork_completed = '[5, 9]'")
-        cursor.execute("EXPLAIN " + update.replace("%s", "'x'"))
+        cursor.execute("EXPLAIN " + update, ["x"] * update.count("%s"))
         plan = cursor.fetchall()
     jobs_row = next(row for row in plan if row["table"] == "j")
     assert (jobs_row["key"], jobs_row["type"]) == ("PRIMARY", "eq_ref"), plan
 
 
+def test_mysql_scripts_are_whole_named_statements():
+    """A script sends named statements unchanged, in order: none is edited on the way."""
+    q = mysql_queries
+    assert q.COMPLETE_AND_CLAIM.split("; ") == [
+        q.FORGET_BATCH_IDS, q.START_TRANSACTION, q.LOCK_LEASED_GROUP, q.COMPLETE_LOCKED_GROUP,
+        q.LOCK_NEXT_READY, q.RESERVE_LOCKED, q.COMMIT, q.READ_BACK_CLAIMED, q.COMPLETED_IDS]
+
+
 @pytest.mark.parametrize("query,index", [
-    (sqlite_store.CLAIM_SELECT, "ix_prefork_jobs_claim"),
-    (sqlite_store.RECOVER, "ix_prefork_jobs_lease"),  # the statement recovery runs
+    (sqlite_queries.CLAIM_SELECT, "ix_prefork_jobs_claim"),
+    (sqlite_queries.RECOVER_EXPIRED, "ix_prefork_jobs_lease"),  # the statement recovery runs
 ])
 def test_sqlite_queue_queries_read_an_index_range_in_order(sqlite_store, sqlite_db, query, index):
     fill_queues_for_plans(sqlite_store())

@@ -4,10 +4,12 @@
     sqlite:///relative/path.db         a SQLite file relative to the working directory,
     sqlite:////absolute/path.db        or absolute; one host only, on a local disk
 """
+from ..config import Config
 from ..errors import UserError
+from .contract import Store
 
 
-def open_store(config):
+def open_store(config: Config) -> Store:
     """Connect to the configured database and return its Store."""
     dsn = config.dsn
     if not dsn:
@@ -23,7 +25,7 @@ def open_store(config):
     raise UserError(f"bad DSN: unsupported scheme {scheme!r} (use mysql:// or sqlite:///)")
 
 
-def driver_errors():
+def driver_errors() -> tuple[type[Exception], ...]:
     """The database drivers' base exception classes, for a one-line error at the CLI."""
     import sqlite3
 

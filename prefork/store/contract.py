@@ -1,46 +1,66 @@
 """The store contract: every state change a job can go through.
 
 The worker, the supervisor and the CLI use only these methods, so they do
-not know which database is behind them. Each backend module keeps all of
-its SQL to itself. Every state change is one guarded statement or one
-transaction, and the methods that can lose a race say so in their result.
+not know which database is behind them. Each dialect keeps all of its SQL to
+itself, by name (store/<dialect>/queries.py). Every state change is one
+guarded statement or one transaction, and the methods that can lose a race
+say so in their result.
 """
 import abc
 from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
 from importlib import resources
+from typing import Any, ContextManager
 
-from ..jobs import Job
+from ..jobs import Job, JobStatus, Lease, NewJob
+from ..retry import Decision, RetryPolicy
 from ..wakeups import doorbell
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"
 
-# The columns a claim reads, in the order claimed_job() unpacks them.
-CLAIMED_COLUMNS = "id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
+# A row of a claim's read: id, job_type, queue, payload, attempts (before the
+# claim), max_attempts, idempotency_key, crashes.
+ClaimedRow = Sequence[Any]
+
+# queue_stats() of one queue: "ready", "delayed", "reserved", "dead" (counts) and
+# "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
+QueueFigures = dict[str, float]
+
+# status(): (running supervisors as dicts, live counts [(queue, status, due,
+# count, oldest age s)], {queue: done in the window}, paused queues).
+StatusRows = tuple[list[dict[str, Any]], list[tuple[Any, ...]], dict[str, int], set[str]]
+
+# A job as get() and dead_jobs() return it: column name -> value, times as
+# naive UTC datetimes.
+JobRow = dict[str, Any]
 
 
-def claimed_job(row, token, store):
-    """The Job a claim hands out, from a row of CLAIMED_COLUMNS read before the reservation."""
+def claimed_job(row: ClaimedRow, token: str, store: "Store") -> Job:
+    """The Job a claim hands out, from a claim's row read before the reservation."""
     job_id, job_type, queue, payload, attempts, max_attempts, key, crashes = row
     return Job(id=job_id, type=job_type, queue=queue, payload_text=payload,
                attempt=attempts + 1, max_attempts=max_attempts, idempotency_key=key,
                lease_token=token, crashes=crashes, _store=store)
 
 
-def queue_figures(queues, rows):
+def queue_figures(queues: Sequence[str],
+                  rows: Sequence[Sequence[Any]]) -> dict[str, QueueFigures]:
     """queue_stats()'s answer from rows of (queue, status, jobs, due jobs, oldest due age s)."""
-    figures = {queue: {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
-                       "oldest_ready_age": 0.0} for queue in queues}
+    figures: dict[str, QueueFigures] = {
+        queue: {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0, "oldest_ready_age": 0.0}
+        for queue in queues}
     for queue, status, jobs, due, oldest_due_age in rows:
-        if status == "ready":
+        if status == JobStatus.READY:
             figures[queue].update(ready=int(due), delayed=int(jobs) - int(due),
                                   oldest_ready_age=max(0.0, float(oldest_due_age or 0)))
         else:
-            figures[queue][status] = int(jobs)
+            figures[queue][JobStatus(status).value] = int(jobs)
     return figures
 
 
-def packaged_migrations(dialect):
+def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     """[(version, name, sql)] from the packaged schema/<dialect>/NNNN_name.sql files, in order."""
     folder = resources.files("prefork") / "schema" / dialect
     found = []
@@ -53,87 +73,93 @@ def packaged_migrations(dialect):
 
 class Store(abc.ABC):
     # What names this database for same-host wake-ups (see doorbell.py).
-    bell_key = None
+    bell_key: str | None = None
 
-    def ring(self, new_jobs):
+    def ring(self, new_jobs: Sequence[NewJob]) -> None:
         """After new jobs committed: wake this host's idle supervisors now."""
         if self.bell_key:
             doorbell.ring(self.bell_key, Counter(job.queue for job in new_jobs))
 
     # -- schema -------------------------------------------------------------
     @abc.abstractmethod
-    def migrate(self):
+    def migrate(self) -> list[int]:
         """Apply missing schema versions; safe to run twice or from two hosts at once.
         Returns the list of versions applied now."""
 
     @abc.abstractmethod
-    def check_schema(self):
+    def check_schema(self) -> None:
         """Raise UserError unless the schema is present and current."""
 
     # -- producing ----------------------------------------------------------
     @abc.abstractmethod
-    def enqueue(self, new_job):
+    def enqueue(self, new_job: NewJob) -> int:
         """Insert a NewJob; the same (queue, key) returns the existing job's id."""
 
     @abc.abstractmethod
-    def enqueue_many(self, new_jobs):
+    def enqueue_many(self, new_jobs: Sequence[NewJob]) -> int:
         """Insert many NewJobs in one statement; returns how many rows were new."""
 
     # -- the job life cycle (fenced by the lease token) ---------------------
     @abc.abstractmethod
-    def claim(self, queues, worker, lease_seconds, limit=1, process_id=None):
+    def claim(self, queues: Sequence[str], worker: str, lease_seconds: float, limit: int = 1,
+              process_id: int | None = None) -> list[Job]:
         """Reserve up to `limit` ready jobs and commit before returning them.
 
         Queues are tried in order; paused queues are skipped. Each job gets
         attempts+1, a fresh random lease token, a lease deadline, the worker
-        (host:pid) and its supervisor's registry id. Returns a list of Jobs.
+        (host:pid) and its supervisor's registry id.
         """
 
     @abc.abstractmethod
-    def ready_count(self, queues, limit):
-        """How many jobs of these queues could be claimed now, counting at most `limit`."""
+    def ready_count(self, queues: Sequence[str], limit: int) -> int:
+        """How many jobs of these queues could be claimed now, counting at most `limit`
+        per queue."""
 
-    def complete(self, job):
+    def complete(self, job: Job) -> bool:
         """Mark one job done if the token matches and the lease is live (or it is done
         already with this lease). False if the lease was lost."""
-        return job.id in self.complete_many([(job.id, job.lease_token)])
+        return job.id in self.complete_many([job.lease])
 
     @abc.abstractmethod
-    def complete_many(self, leases):
-        """Complete the jobs of these (id, token) leases, each fenced as complete() is,
-        in one transaction; the set of ids completed (the others' leases were lost)."""
+    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+        """Complete the jobs of these leases, each fenced as complete() is, in one
+        transaction; the set of ids completed (the others' leases were lost)."""
 
     @abc.abstractmethod
-    def complete_and_claim(self, leases, queues, worker, lease_seconds, process_id=None, limit=1):
+    def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
+                           lease_seconds: float, process_id: int | None = None,
+                           limit: int = 1) -> tuple[set[int], list[Job]]:
         """complete_many(leases) and claim up to `limit` next jobs in one transaction:
         (ids completed, [Job])."""
 
     @abc.abstractmethod
-    def completing(self, job):
-        """Context manager yielding a cursor inside the completion transaction.
-        Raises LeaseLost (and rolls back the caller's writes) if the lease was lost."""
+    def completing(self, job: Job) -> ContextManager[Any]:
+        """Context manager yielding a cursor (the driver's) inside the completion
+        transaction. Raises LeaseLost (and rolls back the caller's writes) if the
+        lease was lost."""
 
     @abc.abstractmethod
-    def fail(self, job, error, decision):
+    def fail(self, job: Job, error: str, decision: Decision) -> bool:
         """Record a failed attempt: dead, or ready again after decision.delay.
         Fenced like complete(); False if the lease was lost."""
 
     @abc.abstractmethod
-    def release(self, job):
+    def release(self, job: Job) -> bool:
         """Give back a claimed job that never started, restoring its attempt."""
 
     @abc.abstractmethod
-    def extend(self, job, lease_seconds):
+    def extend(self, job: Job, lease_seconds: float) -> bool:
         """Push the lease deadline out while the handler runs. False if the lease was lost."""
 
     @abc.abstractmethod
-    def extend_many(self, leases, lease_seconds):
-        """extend() for many (job_id, lease_token) pairs in one statement; returns how many
-        are still ours: extended now, or done already under that lease (a child may have
-        written a completion while the parent extended it)."""
+    def extend_many(self, leases: Sequence[Lease], lease_seconds: float) -> int:
+        """extend() for many leases in one statement; returns how many are still ours:
+        extended now, or done already under that lease (a child may have written a
+        completion while the parent extended it)."""
 
     @abc.abstractmethod
-    def hand_back(self, job_id, lease_token, cause, policy, max_crashes, charge=True):
+    def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
+                  max_crashes: int, charge: bool = True) -> JobStatus | None:
         """Return the job of a worker that died of `cause` (e.g. "SIGKILL") while holding it,
         without waiting for its lease; last_error says "worker died: <cause>".
 
@@ -146,91 +172,95 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def recover_expired(self, limit=100):
+    def recover_expired(self, limit: int = 100) -> int:
         """Return jobs with expired leases to ready (dead when out of attempts).
         Handles at most `limit` jobs; returns how many."""
 
     # -- inspection and repair ----------------------------------------------
     @abc.abstractmethod
-    def get(self, job_id):
-        """One job as a dict (payload included), or None."""
+    def get(self, job_id: int) -> JobRow | None:
+        """One job (payload included), or None."""
 
     @abc.abstractmethod
-    def dead_jobs(self, queue=None, limit=100):
-        """Dead jobs as dicts without payloads, newest first."""
+    def dead_jobs(self, queue: str | None = None, limit: int = 100) -> list[JobRow]:
+        """Dead jobs without payloads, newest first."""
 
     @abc.abstractmethod
-    def retry_dead(self, job_ids=None, queue=None):
+    def retry_dead(self, job_ids: Sequence[int] | None = None,
+                   queue: str | None = None) -> int:
         """Put dead jobs back to ready with attempts reset (all of them when job_ids is None).
         Returns how many."""
 
     @abc.abstractmethod
-    def counts(self, queue=None):
+    def counts(self, queue: str | None = None) -> dict[str, int]:
         """{status: number of jobs}, optionally for one queue."""
 
     @abc.abstractmethod
-    def queue_stats(self, queues):
+    def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
         """{queue: {"ready", "delayed", "reserved", "dead": counts, "oldest_ready_age":
         seconds the oldest due job has waited (0.0: none)}} for each of `queues`.
         Reads only the claim index's non-done ranges: never a done row."""
 
     # -- operating many hosts (the supervisor registry, control, status) ------------
     @abc.abstractmethod
-    def register_process(self, host, pid, queues, workers, version):
+    def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
+                         version: str) -> int:
         """Add a running supervisor to the registry; returns its id."""
 
     @abc.abstractmethod
-    def heartbeat(self, process_id, queues, workers, children_json):
+    def heartbeat(self, process_id: int, queues: Sequence[str], workers: int,
+                  children_json: str) -> bool:
         """Record that the supervisor lives. False when others pruned it meanwhile."""
 
     @abc.abstractmethod
-    def stop_process(self, process_id):
+    def stop_process(self, process_id: int) -> None:
         """Mark a supervisor stopped after a clean exit."""
 
     @abc.abstractmethod
-    def prune_silent(self, silent_seconds, limit=10):
+    def prune_silent(self, silent_seconds: float, limit: int = 10) -> list[tuple[int, int]]:
         """Mark supervisors silent for `silent_seconds` pruned and hand back the jobs
         their children held; [(process id, jobs returned)] for those we pruned."""
 
     @abc.abstractmethod
-    def control_state(self, host):
+    def control_state(self, host: str) -> tuple[datetime, datetime | None, set[str]]:
         """(database now, newest restart request for this host or None, paused queues)."""
 
     @abc.abstractmethod
-    def request_restart(self, host, at=None):
+    def request_restart(self, host: str, at: datetime | None = None) -> datetime:
         """Ask supervisors on `host` ('*': all) to replace children started before
         `at` (default: now, by the database's clock); returns the request time."""
 
     @abc.abstractmethod
-    def set_paused(self, queue, paused):
+    def set_paused(self, queue: str, paused: bool) -> None:
         """Pause (no host claims it) or resume a queue."""
 
     @abc.abstractmethod
-    def status(self, done_window_seconds=3600):
+    def status(self, done_window_seconds: float = 3600) -> StatusRows:
         """(running supervisors as dicts, live counts [(queue, status, due, count,
         oldest age s)], {queue: done in the window}, paused queues). Never reads
         done rows outside the window."""
 
     @abc.abstractmethod
-    def count_finished(self, status, older_than_seconds):
+    def count_finished(self, status: JobStatus, older_than_seconds: float) -> int:
         """How many `status` (done/dead) jobs finished longer ago than that."""
 
     @abc.abstractmethod
-    def prune_finished(self, status, older_than_seconds, batch=1000):
+    def prune_finished(self, status: JobStatus, older_than_seconds: float,
+                       batch: int = 1000) -> int:
         """Delete one bounded batch of them, oldest first; returns how many."""
 
     @abc.abstractmethod
-    def prune_processes(self, older_than_seconds, batch=1000):
+    def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
         """Delete registry rows of supervisors stopped or pruned that long ago."""
 
     @abc.abstractmethod
-    def discard_dead(self, job_ids):
+    def discard_dead(self, job_ids: Sequence[int]) -> int:
         """Delete these jobs if they are dead; returns how many."""
 
     @abc.abstractmethod
-    def close(self):
+    def close(self) -> None:
         """Close the connection (only in the process that opened it)."""
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: forget the parent's connection without closing it
         politely (a polite close would end the session the parent still uses)."""

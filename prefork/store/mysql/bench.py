@@ -7,9 +7,11 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable, Iterator
 
 import pymysql
 
+from ...config import Config
 from .session import DEADLOCK_CODES, error_code, micros
 from .store import MySQLStore
 
@@ -41,12 +43,11 @@ BENCH_UNFINISHED = (
 # Scratch rows go in chunks, so no statement holds a million row locks.
 BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
 
-# Server counters, server-wide and of this connection alone (to subtract the bench's own).
+# Server counters, server-wide and of this connection alone (to subtract the
+# bench's own), of the names BENCH_COUNTER_NAMES (the parameters).
 BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes")
-_COUNTER_FILTER = " WHERE Variable_name IN (" + ", ".join(
-    f"'{name}'" for name in BENCH_COUNTER_NAMES) + ")"
-BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS" + _COUNTER_FILTER
-BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS" + _COUNTER_FILTER
+BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)"
+BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS WHERE Variable_name IN (%s, %s, %s, %s)"
 
 # A big table of finished jobs, made fast: one done row, then copies of itself.
 BENCH_SEED_DONE = (
@@ -65,7 +66,9 @@ TEXTBOOK_LEASE_SECONDS = 60.0
 BENCH_DELETE_CHUNK = 10_000
 
 
-def textbook_loop(config, queue, stop_when_empty=False, should_stop=None, on_ready=None):
+def textbook_loop(config: Config, queue: str, stop_when_empty: bool = False,
+                  should_stop: Callable[[], bool] | None = None,
+                  on_ready: Callable[[], None] | None = None) -> int:
     """The baseline of `prefork-queue bench`: claim one job per transaction, run the
     no-op (decode its payload), complete it in a second transaction; sleep 250 ms
     when the queue is empty. Opens its own connection (call it after a fork), with
@@ -92,16 +95,19 @@ def textbook_loop(config, queue, stop_when_empty=False, should_stop=None, on_rea
     return completed
 
 
-def _textbook_claim(conn, queue, worker):
+def _textbook_claim(conn: pymysql.connections.Connection, queue: str,
+                    worker: str) -> tuple[int, str, str] | None:
     """(id, payload, token) of the job reserved, or None; a deadlock counts as nothing found."""
     token = secrets.token_hex(16)
     try:
         conn.begin()
         with conn.cursor() as cursor:
-            if not cursor.execute(TEXTBOOK_CLAIM_SELECT, (queue,)):
+            cursor.execute(TEXTBOOK_CLAIM_SELECT, (queue,))
+            row = cursor.fetchone()
+            if row is None:
                 conn.commit()
                 return None
-            job_id, payload = cursor.fetchone()
+            job_id, payload = row
             cursor.execute(TEXTBOOK_RESERVE, (token, micros(TEXTBOOK_LEASE_SECONDS), worker,
                                               job_id))
         conn.commit()
@@ -113,7 +119,7 @@ def _textbook_claim(conn, queue, worker):
     return job_id, payload, token
 
 
-def _textbook_complete(conn, job_id, token):
+def _textbook_complete(conn: pymysql.connections.Connection, job_id: int, token: str) -> int:
     conn.begin()
     with conn.cursor() as cursor:
         done = cursor.execute(TEXTBOOK_COMPLETE, (job_id, token))
@@ -121,12 +127,12 @@ def _textbook_complete(conn, job_id, token):
     return done
 
 
-def bench_unfinished(store, queue):
+def bench_unfinished(store: MySQLStore, queue: str) -> int:
     """How many jobs of `queue` are ready or reserved."""
-    return store._one(BENCH_UNFINISHED, (queue,))[0]
+    return int(store._one(BENCH_UNFINISHED, (queue,))[0])
 
 
-def bench_delete_queue(store, queue):
+def bench_delete_queue(store: MySQLStore, queue: str) -> int:
     """Delete every row of a scratch queue; returns how many."""
     deleted = 0
     while True:
@@ -136,20 +142,21 @@ def bench_delete_queue(store, queue):
             return deleted
 
 
-def bench_counters(store):
+def bench_counters(store: MySQLStore) -> tuple[dict[str, int], dict[str, int]]:
     """({name: value} server-wide, {name: value} of this connection) for
     BENCH_COUNTER_NAMES; a counter with no per-connection value shows its
     server-wide one in the second."""
     return _status(store, BENCH_GLOBAL_COUNTERS), _status(store, BENCH_SESSION_COUNTERS)
 
 
-def _status(store, sql):
+def _status(store: MySQLStore, sql: str) -> dict[str, int]:
     with store.conn.cursor() as cursor:
-        cursor.execute(sql)
+        cursor.execute(sql, BENCH_COUNTER_NAMES)
         return {name: int(value) for name, value in cursor.fetchall()}
 
 
-def bench_fill_done(store, queue, rows, job_type, payload_text):
+def bench_fill_done(store: MySQLStore, queue: str, rows: int, job_type: str,
+                    payload_text: str) -> Iterator[int]:
     """Fill `queue` with `rows` done jobs by doubling; yields the count after each step."""
     store._rowcount(BENCH_SEED_DONE, (queue, job_type, payload_text))
     have = 1

@@ -1,16 +1,29 @@
-"""Opening a MySQL/MariaDB session: the DSN, the connection with our session
-settings, and the small conversions the MySQL modules share."""
+"""A MySQL/MariaDB session: the DSN, the connection with our session settings,
+and MySQLSession, the part of the MySQL store every other part builds on (the
+connection and the ways to run statements on it)."""
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 from pymysql.constants import CLIENT, ER
 
+from ...config import Config
 from ...errors import DatabaseUnavailable, UserError
+from ..contract import Store
+from .queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
+CONTENTION_RETRIES = 5
+
+Row = tuple[Any, ...]
+Result = TypeVar("Result")
 
 
-def parse_dsn(dsn):
+def parse_dsn(dsn: str) -> dict[str, Any]:
     """mysql://user@host:port/database[?unix_socket=/path] -> connect() keyword arguments."""
     parts = urlsplit(dsn)
     if parts.scheme not in ("mysql", "mariadb"):
@@ -34,37 +47,36 @@ def parse_dsn(dsn):
             "unix_socket": options.get("unix_socket")}
 
 
-def redacted(dsn_args):
+def redacted(dsn_args: dict[str, Any]) -> str:
     where = dsn_args["unix_socket"] or f"{dsn_args['host']}:{dsn_args['port']}"
     return f"mysql://{dsn_args['user']}@{where}/{dsn_args['database']}"
 
 
-def micros(seconds):
+def micros(seconds: float) -> int:
     return int(round(seconds * 1_000_000))
 
 
-def error_code(exc):
+def error_code(exc: BaseException) -> int | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
 
 
-def connect(config, dsn_args, password):
+def connect(config: Config, dsn_args: dict[str, Any],
+            password: str | None) -> pymysql.connections.Connection:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
     transactions bounded by a lease. Connection failures are one-line errors."""
     try:
-        # Multi-statement scripts make a claim one round trip (see CLAIM);
+        # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
         # every value in them is still a bound parameter.
         conn = pymysql.connect(
             password=password or "", charset="utf8mb4", autocommit=True,
             client_flag=CLIENT.MULTI_STATEMENTS,
             connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
             write_timeout=config.write_timeout,
-            init_command=(f"SET time_zone = '+00:00',"
-                          f" innodb_lock_wait_timeout = {int(config.lock_wait_timeout)},"
-                          f" lock_wait_timeout = {int(config.lock_wait_timeout)}"),
+            init_command=SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
             **dsn_args)
         with conn.cursor() as cursor:
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cursor.execute(READ_COMMITTED)
             _bound_idle_transactions(cursor, config.lease_seconds)
     except pymysql.err.MySQLError as exc:
         reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
@@ -72,14 +84,91 @@ def connect(config, dsn_args, password):
     return conn
 
 
-def _bound_idle_transactions(cursor, seconds):
+def _bound_idle_transactions(cursor: pymysql.cursors.Cursor, seconds: float) -> None:
     """End a transaction left idle longer than a lease (MariaDB). A worker whose
     host vanished inside job.transaction() would otherwise keep its job's row
     locked until the server notices the dead connection (hours), and recovery,
     which skips locked rows, could not return the job when its lease ends.
     MySQL 8 has no such setting; there the lock lasts until wait_timeout."""
     try:
-        cursor.execute("SET SESSION idle_transaction_timeout = %s", (max(1, int(seconds + 0.999)),))
+        cursor.execute(IDLE_TRANSACTION_TIMEOUT, (max(1, int(seconds + 0.999)),))
     except pymysql.err.MySQLError as exc:
         if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
             raise
+
+
+class MySQLSession(Store):
+    """What every part of the MySQL store shares: one connection (autocommit) and
+    the ways to run statements on it."""
+    conn: pymysql.connections.Connection
+    dsn_args: dict[str, Any]
+
+    def _one(self, sql: str, args: Sequence[Any] | None = None) -> Row:
+        """The first row of a read (which must return one)."""
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, args)
+            row = cursor.fetchone()
+        assert row is not None, sql
+        return row
+
+    def _all(self, sql: str, args: Sequence[Any] | None = None) -> list[Row]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, args)
+            return list(cursor.fetchall())
+
+    def _dicts(self, sql: str, args: Sequence[Any]) -> list[dict[str, Any]]:
+        with self.conn.cursor(pymysql.cursors.DictCursor) as cursor:
+            cursor.execute(sql, args)
+            return list(cursor.fetchall())
+
+    def _rowcount(self, sql: str, args: Sequence[Any] | None = None) -> int:
+        """Run one autocommitted statement; its affected row count."""
+        def execute() -> int:
+            with self.conn.cursor() as cursor:
+                return cursor.execute(sql, args)
+        return self._retry_contention(execute)
+
+    def _retry_contention(self, action: Callable[[], Result]) -> Result:
+        """Run action(). A deadlock or lock-wait timeout is contention, not failure:
+        roll back and retry after a short random pause, so the parties do not
+        collide again. Only for whole transactions or autocommitted statements."""
+        for attempt in range(CONTENTION_RETRIES):
+            try:
+                return action()
+            except pymysql.err.OperationalError as exc:
+                self._rollback_quietly()
+                if error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _rollback_quietly(self) -> None:
+        # A failed statement stops a script where it is, maybe inside its
+        # transaction; end that before anything else is sent.
+        try:
+            self.conn.rollback()
+        except pymysql.err.Error:
+            pass
+
+    @contextmanager
+    def _transaction(self) -> Iterator[pymysql.cursors.Cursor]:
+        self.conn.begin()
+        try:
+            with self.conn.cursor() as cursor:
+                yield cursor
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    def _script_results(self, script: str, args: Sequence[Any]) -> list[list[Row]]:
+        """Run a multi-statement script; the rows of the statements that return any
+        (the reads), in order."""
+        results = []
+        with self.conn.cursor() as cursor:
+            cursor.execute(script, args)
+            while True:
+                if cursor.description is not None:
+                    results.append(list(cursor.fetchall()))
+                if not cursor.nextset():
+                    return results

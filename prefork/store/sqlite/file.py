@@ -1,17 +1,20 @@
 """The SQLite file itself: its DSN, opening it (WAL, durable commits, a busy
 lock retried every few milliseconds), the filesystem it lives on, and the UTC
-time stamps stored in it. Used by the SQLite store (sqlite.py, sqlite_ops.py)."""
+time stamps stored in it. Used by every part of the SQLite store."""
 import logging
 import os
 import random
 import re
 import sqlite3
 import time
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
+from typing import Any
 from urllib.parse import unquote
 
 from ...errors import DatabaseUnavailable, UserError
 from ...logs import event
+from .queries import DURABLE_COMMITS, WAL_JOURNAL
 
 DSN_PREFIX = "sqlite:///"
 TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
@@ -27,12 +30,15 @@ NETWORK_FILESYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
     "davfs", "fuse.sshfs", "fuse.glusterfs", "fuse.s3fs", "fuse.rclone", "fuse.cephfs"})
 
-_WARNED = set()
+_WARNED: set[Hashable] = set()
+
+# A statement's parameters: named (a mapping) or positional.
+Params = Mapping[str, Any] | Sequence[Any]
 
 
 # --- DSN, time and connection -----------------------------------------------------
 
-def parse_dsn(dsn):
+def parse_dsn(dsn: str) -> str:
     """sqlite:///relative/path.db or sqlite:////absolute/path.db -> an absolute file path."""
     if not dsn.lower().startswith(DSN_PREFIX):
         raise UserError("bad DSN: use sqlite:///relative/path.db or sqlite:////absolute/path.db")
@@ -48,23 +54,23 @@ def parse_dsn(dsn):
     return os.path.abspath(path)
 
 
-def _utc_now():
+def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _stamp(moment):
+def stamp(moment: datetime) -> str:
     """Naive UTC datetime -> 'YYYY-MM-DD HH:MM:SS.ffffff' (always six fraction digits)."""
     return moment.isoformat(sep=" ", timespec="microseconds")
 
 
-def _times(now, **offsets):
+def times(now: datetime, **offsets: float) -> dict[str, str]:
     """{'now': ..., name: now + seconds, ...} as stored text, for a statement's parameters."""
-    times = {name: _stamp(now + timedelta(seconds=seconds)) for name, seconds in offsets.items()}
-    times["now"] = _stamp(now)
-    return times
+    stamps = {name: stamp(now + timedelta(seconds=seconds)) for name, seconds in offsets.items()}
+    stamps["now"] = stamp(now)
+    return stamps
 
 
-def decode_times(row):
+def decode_times(row: dict[str, Any]) -> dict[str, Any]:
     """Turn the stored time text of a job dict into naive UTC datetimes, in place."""
     for name in TIME_COLUMNS:
         if row.get(name) is not None:
@@ -72,7 +78,7 @@ def decode_times(row):
     return row
 
 
-def _run_at_utc(run_at):
+def run_at_utc(run_at: datetime | str) -> datetime:
     """A job's run_at as naive UTC: aware datetimes are converted, ISO text is parsed."""
     if isinstance(run_at, str):
         run_at = datetime.fromisoformat(run_at)
@@ -81,14 +87,15 @@ def _run_at_utc(run_at):
     return run_at
 
 
-def _is_busy(exc):
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code: int | None = getattr(exc, "sqlite_errorcode", None)   # set by sqlite3 itself
     if code is not None:
         return code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
     return str(exc).startswith(("database is locked", "database table is locked"))
 
 
-def _execute_when_free(conn, sql, params, busy_seconds):
+def execute_when_free(conn: sqlite3.Connection, sql: str, params: Params,
+                      busy_seconds: float) -> sqlite3.Cursor:
     """Run a statement that needs a lock another connection may hold, retrying
     with short jittered pauses until busy_seconds have passed since the first try."""
     deadline = time.monotonic() + busy_seconds
@@ -103,7 +110,7 @@ def _execute_when_free(conn, sql, params, busy_seconds):
         pause = min(pause * 2, BUSY_LONGEST_PAUSE)
 
 
-def _connect(path, busy_seconds):
+def connect(path: str, busy_seconds: float) -> sqlite3.Connection:
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         raise DatabaseUnavailable(f"cannot open SQLite database {path}: no directory {folder}")
@@ -114,20 +121,18 @@ def _connect(path, busy_seconds):
         # another (a test fixture, a supervisor thread) may close it.
         conn = sqlite3.connect(path, timeout=SQLITE_BUSY_HANDLER_SECONDS, isolation_level=None,
                                check_same_thread=False)
-        mode = _execute_when_free(conn, "PRAGMA journal_mode = WAL", (), busy_seconds).fetchone()[0]
-        # FULL: a commit the caller was told about survives a power cut (in
-        # WAL mode, NORMAL may lose the last transactions).
-        conn.execute("PRAGMA synchronous = FULL")
+        mode = execute_when_free(conn, WAL_JOURNAL, (), busy_seconds).fetchone()[0]
+        conn.execute(DURABLE_COMMITS)
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
         raise DatabaseUnavailable(f"cannot open SQLite database {path}: {exc}") from None
     if mode.lower() != "wal":
-        _warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
+        warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
     return conn
 
 
-def _statements(sql):
+def split_statements(sql: str) -> Iterator[str]:
     """Split a schema file into statements the way SQLite's own shell does."""
     statement = ""
     for line in sql.splitlines(keepends=True):
@@ -139,7 +144,7 @@ def _statements(sql):
 
 # --- where the file lives -------------------------------------------------------------
 
-def filesystem_type(path, mounts_text):
+def filesystem_type(path: str, mounts_text: str) -> str | None:
     """The type of the filesystem holding `path`, from /proc/mounts text (None if unknown)."""
     best_mount, best_type = None, None
     for line in mounts_text.splitlines():
@@ -154,7 +159,7 @@ def filesystem_type(path, mounts_text):
     return best_type
 
 
-def network_filesystem(path):
+def network_filesystem(path: str) -> str | None:
     """The network filesystem type holding `path` (e.g. "nfs4"), or None when it is local."""
     try:
         with open("/proc/mounts", encoding="utf-8", errors="replace") as mounts:
@@ -165,7 +170,7 @@ def network_filesystem(path):
     return fs_type if fs_type in NETWORK_FILESYSTEMS else None
 
 
-def _warn_once(key, name, **fields):
+def warn_once(key: Hashable, name: str, **fields: Any) -> None:
     """A warning event, once per process (children forked after it stay quiet)."""
     if key not in _WARNED:
         _WARNED.add(key)

@@ -1,161 +1,129 @@
 """The SQLite store's operator tables: the supervisor registry, paused queues,
-restart requests, status, pruning. A mixin of SQLiteStore; all its SQL is here.
+restart requests, status, pruning. A part of SQLiteStore; its statements are
+named in queries.py.
 
-Times are this host's UTC clock, as stored text (see sqlite.py).
+Times are this host's UTC clock, as stored text (see file.py).
 """
+from collections.abc import Sequence
 from contextlib import closing
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from ..contract import SILENT_SUPERVISOR_ERROR
-
-REGISTER = (
-    "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"
-    " heartbeat_at) VALUES (:host, :pid, 'running', :queues, :workers, :version, :now, :now)")
-
-HEARTBEAT = (
-    "UPDATE prefork_processes SET heartbeat_at = :now, queues = :queues, workers = :workers,"
-    " children = :children WHERE id = :id AND state = 'running'")
-
-STOP = ("UPDATE prefork_processes SET state = 'stopped', children = NULL, heartbeat_at = :now"
-        " WHERE id = :id AND state = 'running'")
-
-SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running' AND heartbeat_at < :since"
-          " ORDER BY heartbeat_at LIMIT :limit")
-
-MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
-               " WHERE id = :id AND state = 'running' AND heartbeat_at < :since")
-
-RETURN_JOBS_OF = (
-    "UPDATE prefork_jobs INDEXED BY ix_prefork_jobs_lease"
-    " SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = :error, lease_token = NULL, lease_until = NULL, available_at = :now,"
-    " finished_at = CASE WHEN attempts >= max_attempts THEN :now END, updated_at = :now"
-    " WHERE status = 'reserved' AND process_id = :id")
-
-CONTROL = (
-    "SELECT (SELECT MAX(requested_at) FROM prefork_restarts WHERE host IN ('*', :host)),"
-    " (SELECT group_concat(queue, ',') FROM prefork_queue_states WHERE paused = 1)")
-
-REQUEST_RESTART = (
-    "INSERT INTO prefork_restarts (host, requested_at) VALUES (:host, :at)"
-    " ON CONFLICT (host) DO UPDATE SET requested_at = excluded.requested_at")
-
-SET_PAUSED = (
-    "INSERT INTO prefork_queue_states (queue, paused, updated_at) VALUES (:queue, :paused, :now)"
-    " ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at")
-
-RUNNING_PROCESSES = (
-    "SELECT id, host, pid, queues, workers, version, children, started_at, heartbeat_at"
-    " FROM prefork_processes WHERE state = 'running' ORDER BY host, pid")
-
-PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER BY queue"
-
-LIVE_COUNTS = (
-    "SELECT queue, status, available_at <= :now AS due, COUNT(*), MIN(available_at)"
-    " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status IN ('ready', 'reserved', 'dead') GROUP BY queue, status, due")
-
-DONE_SINCE = (
-    "SELECT queue, COUNT(*) FROM prefork_jobs INDEXED BY ix_prefork_jobs_finished"
-    " WHERE status = 'done' AND finished_at >= :since GROUP BY queue")
-
-FINISHED_BEFORE = "status = :status AND finished_at < :before"
-
-COUNT_FINISHED = f"SELECT COUNT(*) FROM prefork_jobs WHERE {FINISHED_BEFORE}"
-
-PRUNE_FINISHED = (
-    "DELETE FROM prefork_jobs WHERE id IN (SELECT id FROM prefork_jobs INDEXED BY"
-    f" ix_prefork_jobs_finished WHERE {FINISHED_BEFORE} ORDER BY finished_at LIMIT :batch)")
-
-PRUNE_PROCESSES = (
-    "DELETE FROM prefork_processes WHERE id IN (SELECT id FROM prefork_processes"
-    " WHERE state IN ('stopped', 'pruned') AND heartbeat_at < :before LIMIT :batch)")
-
-DISCARD_DEAD = "DELETE FROM prefork_jobs WHERE status = 'dead' AND id IN ({ids})"
+from ...jobs import JobStatus
+from ..contract import SILENT_SUPERVISOR_ERROR, StatusRows
+from .file import stamp, utc_now
+from .queries import (
+    CONTROL,
+    COUNT_FINISHED,
+    DISCARD_DEAD,
+    DONE_SINCE,
+    HEARTBEAT,
+    LIVE_COUNTS,
+    MARK_PRUNED,
+    PAUSED_QUEUES,
+    PRUNE_FINISHED,
+    PRUNE_PROCESSES,
+    REGISTER,
+    REQUEST_RESTART,
+    RETURN_JOBS_OF,
+    RUNNING_PROCESSES,
+    SET_PAUSED,
+    SILENT,
+    STOP,
+    placeholders,
+)
+from .session import SQLiteSession
 
 
-class SQLiteOperations:
+class SQLiteOperations(SQLiteSession):
     # -- the supervisor registry -----------------------------------------------
 
-    def register_process(self, host, pid, queues, workers, version):
+    def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
+                         version: str) -> int:
         with self._write() as cursor:
             cursor.execute(REGISTER, {"host": host, "pid": pid, "queues": ",".join(queues),
                                       "workers": workers, "version": version,
-                                      "now": self._now_text()})
+                                      "now": stamp(utc_now())})
+            assert cursor.lastrowid is not None   # set by the INSERT
             return cursor.lastrowid
 
-    def heartbeat(self, process_id, queues, workers, children_json):
+    def heartbeat(self, process_id: int, queues: Sequence[str], workers: int,
+                  children_json: str) -> bool:
         return self._write_one(HEARTBEAT, {"id": process_id, "queues": ",".join(queues),
                                            "workers": workers, "children": children_json}) == 1
 
-    def stop_process(self, process_id):
+    def stop_process(self, process_id: int) -> None:
         self._write_one(STOP, {"id": process_id})
 
-    def prune_silent(self, silent_seconds, limit=10):
+    def prune_silent(self, silent_seconds: float, limit: int = 10) -> list[tuple[int, int]]:
         pruned = []
         with self._write() as cursor:
-            since = self._now_text(-silent_seconds)
+            since = _stamp_ago(silent_seconds)
             ids = [row[0] for row in cursor.execute(SILENT, {"since": since, "limit": limit})]
             for process_id in ids:
                 cursor.execute(MARK_PRUNED, {"id": process_id, "since": since})
                 if cursor.rowcount == 1:
-                    cursor.execute(RETURN_JOBS_OF, {"id": process_id, "now": self._now_text(),
+                    cursor.execute(RETURN_JOBS_OF, {"id": process_id, "now": stamp(utc_now()),
                                                     "error": SILENT_SUPERVISOR_ERROR})
                     pruned.append((process_id, cursor.rowcount))
         return pruned
 
     # -- control ---------------------------------------------------------------------
 
-    def control_state(self, host):
+    def control_state(self, host: str) -> tuple[datetime, datetime | None, set[str]]:
         with closing(self._read(CONTROL, {"host": host})) as cursor:
             restart_at, paused = cursor.fetchone()
-        return (self._now(), datetime.fromisoformat(restart_at) if restart_at else None,
+        return (utc_now(), datetime.fromisoformat(restart_at) if restart_at else None,
                 set(paused.split(",")) if paused else set())
 
-    def request_restart(self, host, at=None):
-        when = self._stamp(at) if at is not None else self._now_text()
+    def request_restart(self, host: str, at: datetime | None = None) -> datetime:
+        when = stamp(at) if at is not None else stamp(utc_now())
         self._write_one(REQUEST_RESTART, {"host": host, "at": when})
         return datetime.fromisoformat(when)
 
-    def set_paused(self, queue, paused):
+    def set_paused(self, queue: str, paused: bool) -> None:
         self._write_one(SET_PAUSED, {"queue": queue, "paused": 1 if paused else 0})
 
     # -- status and pruning -------------------------------------------------------------
 
-    def status(self, done_window_seconds=3600):
-        now = self._now()
+    def status(self, done_window_seconds: float = 3600) -> StatusRows:
+        now = utc_now()
         processes = self._read_dicts(RUNNING_PROCESSES, {})
         for process in processes:
             for name in ("started_at", "heartbeat_at"):
                 process[name] = datetime.fromisoformat(process[name])
             process["heartbeat_age_s"] = (now - process["heartbeat_at"]).total_seconds()
-        with closing(self._read(LIVE_COUNTS, {"now": self._stamp(now)})) as cursor:
-            live = [(queue, status, due, count,
-                     (now - datetime.fromisoformat(oldest)).total_seconds())
-                    for queue, status, due, count, oldest in cursor.fetchall()]
-        since = self._now_text(-done_window_seconds)
-        with closing(self._read(DONE_SINCE, {"since": since})) as cursor:
+        with closing(self._read(LIVE_COUNTS, {"now": stamp(now)})) as cursor:
+            live: list[tuple[Any, ...]] = [
+                (queue, status, due, count, (now - datetime.fromisoformat(oldest)).total_seconds())
+                for queue, status, due, count, oldest in cursor.fetchall()]
+        with closing(self._read(DONE_SINCE, {"since": _stamp_ago(done_window_seconds)})) as cursor:
             done = dict(cursor.fetchall())
         with closing(self._read(PAUSED_QUEUES)) as cursor:
             paused = {row[0] for row in cursor.fetchall()}
         return processes, live, done, paused
 
-    def count_finished(self, status, older_than_seconds):
-        params = {"status": status, "before": self._now_text(-older_than_seconds)}
+    def count_finished(self, status: JobStatus, older_than_seconds: float) -> int:
+        params = {"status": JobStatus(status).value, "before": _stamp_ago(older_than_seconds)}
         with closing(self._read(COUNT_FINISHED, params)) as cursor:
-            return cursor.fetchone()[0]
+            return int(cursor.fetchone()[0])
 
-    def prune_finished(self, status, older_than_seconds, batch=1000):
-        return self._write_one(PRUNE_FINISHED, {"status": status, "batch": batch,
-                                                "before": self._now_text(-older_than_seconds)})
+    def prune_finished(self, status: JobStatus, older_than_seconds: float,
+                       batch: int = 1000) -> int:
+        return self._write_one(PRUNE_FINISHED, {"status": JobStatus(status).value, "batch": batch,
+                                                "before": _stamp_ago(older_than_seconds)})
 
-    def prune_processes(self, older_than_seconds, batch=1000):
+    def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
         return self._write_one(PRUNE_PROCESSES, {"batch": batch,
-                                                 "before": self._now_text(-older_than_seconds)})
+                                                 "before": _stamp_ago(older_than_seconds)})
 
-    def discard_dead(self, job_ids):
+    def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:
             return 0
-        params = {f"id{n}": job_id for n, job_id in enumerate(job_ids)}
-        return self._write_one(DISCARD_DEAD.format(ids=", ".join(f":{name}" for name in params)),
-                               params)
+        ids, params = placeholders("id", job_ids)
+        return self._write_one(DISCARD_DEAD.format(ids=ids), params)
+
+
+def _stamp_ago(seconds: float) -> str:
+    """This host's UTC time `seconds` ago, as stored text."""
+    return stamp(utc_now() - timedelta(seconds=seconds))

@@ -1,0 +1,160 @@
+"""The MySQL store's job life cycle: claims and group completions (one round trip
+and one commit each: multi-statement scripts of queries.py), and what happens to
+one job under its lease (completing with the caller's effect, failing, releasing,
+extending, handing back, recovering expired leases). A part of MySQLStore.
+"""
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pymysql
+
+from ...errors import LeaseLost
+from ...jobs import Job, JobStatus, Lease
+from ...retry import Decision, RetryPolicy, hand_back_decision
+from ..contract import claimed_job
+from .queries import (
+    CLAIM,
+    COMPLETE,
+    COMPLETE_AND_CLAIM,
+    COMPLETE_GROUP,
+    COUNT_DONE_UNDER_LEASE,
+    EXTEND,
+    EXTEND_MANY,
+    FAIL,
+    HAND_BACK,
+    LOCK_EXPIRED,
+    LOCK_FOR_COMPLETION,
+    LOCK_HELD,
+    READY_COUNT,
+    RECOVER_EXPIRED,
+    RELEASE,
+    lease_pairs,
+    placeholders,
+    script,
+)
+from .session import MySQLSession, micros
+
+# Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
+Claimant = tuple[str, float, int | None]
+
+
+class MySQLLifeCycle(MySQLSession):
+    # -- claims and group completions ------------------------------------------------
+
+    def claim(self, queues: Sequence[str], worker: str, lease_seconds: float, limit: int = 1,
+              process_id: int | None = None) -> list[Job]:
+        jobs: list[Job] = []
+        for queue in queues:
+            _, claimed = self._run_claim(CLAIM, (), queue, limit - len(jobs),
+                                         (worker, lease_seconds, process_id))
+            jobs += claimed
+            if len(jobs) >= limit:
+                break
+        return jobs
+
+    def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
+                           lease_seconds: float, process_id: int | None = None,
+                           limit: int = 1) -> tuple[set[int], list[Job]]:
+        claimant = (worker, lease_seconds, process_id)
+        completed, jobs = self._run_claim(_fenced(COMPLETE_AND_CLAIM, leases), _flat(leases),
+                                          queues[0], limit, claimant)
+        if not jobs and len(queues) > 1:
+            jobs = self.claim(queues[1:], worker, lease_seconds, limit, process_id)
+        return completed, jobs
+
+    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+        if not leases:
+            return set()
+        results = self._retry_contention(
+            lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases)))
+        return _completed_ids(results[-1][0][0])
+
+    def _run_claim(self, claim_script: str, leading_args: tuple[Any, ...], queue: str,
+                   limit: int, claimant: Claimant) -> tuple[set[int], list[Job]]:
+        """Run a claim script for up to `limit` jobs of one queue; returns
+        (ids of the jobs it completed, [Job])."""
+        worker, lease_seconds, process_id = claimant
+        args = leading_args + (queue, queue, limit, secrets.token_hex(16),
+                               micros(lease_seconds), worker, process_id)
+        rows, ((completed,),) = self._retry_contention(
+            lambda: self._script_results(claim_script, args))
+        return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]
+
+    def ready_count(self, queues: Sequence[str], limit: int) -> int:
+        # One round trip for all the queues: one count per queue, in one script.
+        counts = self._script_results(script(*[READY_COUNT] * len(queues)),
+                                      [value for queue in queues for value in (queue, queue, limit)])
+        return sum(int(rows[0][0]) for rows in counts)
+
+    # -- one job under its lease -----------------------------------------------------------
+
+    @contextmanager
+    def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
+        with self._transaction() as cursor:
+            if cursor.execute(LOCK_FOR_COMPLETION, job.lease) != 1:
+                raise LeaseLost(f"job {job.id}: lease lost before completion")
+            yield cursor
+            # Fenced again: the lease may have run out while the effect was written.
+            if cursor.execute(COMPLETE, job.lease) != 1:
+                raise LeaseLost(f"job {job.id}: lease lost during completion")
+        job.finished = True
+
+    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+        status = (JobStatus.DEAD if decision.dead else JobStatus.READY).value
+        return self._rowcount(FAIL, (status, error[:500], micros(decision.delay), status,
+                                     job.id, job.lease_token)) == 1
+
+    def release(self, job: Job) -> bool:
+        return self._rowcount(RELEASE, job.lease) == 1
+
+    def extend(self, job: Job, lease_seconds: float) -> bool:
+        return self._rowcount(EXTEND, (micros(lease_seconds), job.id, job.lease_token)) == 1
+
+    def extend_many(self, leases: Sequence[Lease], lease_seconds: float) -> int:
+        if not leases:
+            return 0
+        extended = self._rowcount(_fenced(EXTEND_MANY, leases),
+                                  (micros(lease_seconds),) + _flat(leases))
+        if extended == len(leases):
+            return extended
+        return extended + int(self._one(_fenced(COUNT_DONE_UNDER_LEASE, leases),
+                                        _flat(leases))[0])
+
+    def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
+                  max_crashes: int, charge: bool = True) -> JobStatus | None:
+        with self._transaction() as cursor:
+            if cursor.execute(LOCK_HELD, (job_id, lease_token)) != 1:
+                return None
+            held = cursor.fetchone()
+            assert held is not None
+            attempts, max_attempts, crashes = held
+            status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
+                                                     policy, max_crashes, charge)
+            cursor.execute(HAND_BACK, (status.value, 0 if charge else 1, 1 if charge else 0,
+                                       error[:500], micros(delay), status.value, job_id))
+            return status
+
+    def recover_expired(self, limit: int = 100) -> int:
+        with self._transaction() as cursor:
+            cursor.execute(LOCK_EXPIRED, (limit,))
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return 0
+            return cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+
+
+def _fenced(statement: str, leases: Sequence[Lease]) -> str:
+    """A statement (or script) whose {lease_pairs} fence covers these leases."""
+    return statement.format(lease_pairs=lease_pairs(len(leases)))
+
+
+def _flat(leases: Sequence[Lease]) -> tuple[Any, ...]:
+    """The fence's parameters: id, token of each lease in turn."""
+    return tuple(value for lease in leases for value in lease)
+
+
+def _completed_ids(json_ids: str | None) -> set[int]:
+    return set(json.loads(json_ids)) if json_ids else set()

@@ -1,0 +1,374 @@
+"""Every statement the MySQL store sends, by name. Nothing here is made by editing
+another statement: each is written out in full, and the code asks for it by name.
+
+Values are always bound parameters (%s). Two bounded compositions exist, both
+in this module: a list of placeholders for n values (placeholders(), lease_pairs()),
+filled into a statement's {ids}, {queues} or {lease_pairs} field; and a script,
+whole statements sent in one round trip (script()). Every time is the server's
+UTC_TIMESTAMP(6), so hosts with skewed clocks agree. Statements on one job by id
+force the primary key: through the lease index they would lock other workers'
+reserved rows and deadlock with them.
+"""
+
+
+def placeholders(count: int) -> str:
+    """The %s list of an IN (...) of `count` values."""
+    return ", ".join(["%s"] * count)
+
+
+def lease_pairs(count: int) -> str:
+    """The fence of `count` leases: one (id, token) pair of placeholders each,
+    OR-ed primary-key lookups."""
+    return " OR ".join(["(id = %s AND lease_token = %s)"] * count)
+
+
+def script(*statements: str) -> str:
+    """Whole statements sent as one multi-statement round trip."""
+    return "; ".join(statements)
+
+
+# --- producing ------------------------------------------------------------------------
+
+# Insert one job; on a duplicate (queue, key) make LAST_INSERT_ID() the
+# existing row's id, so the caller gets that id and no second row.
+ENQUEUE = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
+    " max_attempts, available_at, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s,"
+    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+    " ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)")
+
+# The bulk form: PyMySQL's executemany turns it into one multi-row INSERT;
+# a no-op update on duplicates makes the row count the number of new jobs.
+ENQUEUE_MANY = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
+    " max_attempts, available_at, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s,"
+    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+    " ON DUPLICATE KEY UPDATE id = id")
+
+# --- claims and group completions: the steps of the scripts below ----------------------
+
+# The ids a claim or a group completion works on live in user variables of the
+# session between the steps of one script; a script starts by forgetting the last.
+FORGET_BATCH_IDS = "SET @prefork_claimed = NULL, @prefork_completed = NULL"
+START_TRANSACTION = "START TRANSACTION"
+COMMIT = "COMMIT"
+
+# Lock the next ready jobs of one queue (queue, queue again for the pause check,
+# limit) in index order, skipping rows other claimers hold, and note their ids.
+# FORCE INDEX: the optimizer must never choose a filesort here, which would lock
+# every row it scans. A paused queue is claimed by nobody; its check is not a
+# locking read (FOR UPDATE applies to the outer table only).
+LOCK_NEXT_READY = (
+    "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
+    " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED) AS next_jobs")
+
+# Reserve the locked jobs (secret, lease in microseconds, worker, supervisor id).
+# Each job gets its own lease token, LEFT(SHA2(secret + id), 32): unpredictable
+# without the claim's random 16-byte secret, unique per job. FORCE INDEX
+# (PRIMARY) on the join: on a big table the optimizer would rather read every
+# reserved row through the lease index, locking other workers' jobs.
+RESERVE_LOCKED = (
+    "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
+    " JOIN JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
+    " ON j.id = claimed.id"
+    " SET j.status = 'reserved', j.attempts = j.attempts + 1,"
+    " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
+    " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
+    " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6)")
+
+# The claimed jobs, read back after the commit in claim order, in the column
+# order claimed_job() unpacks (attempts - 1: each row as it was before the
+# reservation), then the token.
+READ_BACK_CLAIMED = (
+    "SELECT j.id, j.job_type, j.queue, j.payload, j.attempts - 1, j.max_attempts,"
+    " j.idempotency_key, j.crashes, j.lease_token"
+    " FROM JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
+    " JOIN prefork_jobs AS j ON j.id = claimed.id ORDER BY j.priority, j.available_at, j.id")
+
+# Of a group of leases ({lease_pairs}), lock in id order the jobs whose lease is
+# ours and live, or that are done already with our token (the parent may have
+# written a busy child's completion), and note their ids: a JSON array, or NULL.
+LOCK_LEASED_GROUP = (
+    "SELECT JSON_ARRAYAGG(id) INTO @prefork_completed FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " WHERE (status = 'done' OR (status = 'reserved' AND lease_until > UTC_TIMESTAMP(6)))"
+    " AND ({lease_pairs}) FOR UPDATE")
+
+# Mark the locked ones that are still reserved done. The token stays on a done
+# row: it tells a later group completion that the job was written with that lease.
+COMPLETE_LOCKED_GROUP = (
+    "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
+    " JOIN JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$'))"
+    " AS completed ON j.id = completed.id"
+    " SET j.status = 'done', j.lease_until = NULL, j.finished_at = UTC_TIMESTAMP(6),"
+    " j.updated_at = UTC_TIMESTAMP(6) WHERE j.status = 'reserved'")
+
+COMPLETED_IDS = "SELECT @prefork_completed"
+
+# --- the scripts: one round trip and one commit each ------------------------------------
+
+# Claim a batch of one queue: its jobs, then the (NULL) completed ids.
+CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
+               READ_BACK_CLAIMED, COMPLETED_IDS)
+
+# Finish a group of jobs (a batch's): the ids completed.
+COMPLETE_GROUP = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
+                        COMPLETE_LOCKED_GROUP, COMMIT, COMPLETED_IDS)
+
+# Finish a group and claim the next batch in the same transaction.
+COMPLETE_AND_CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
+                            COMPLETE_LOCKED_GROUP, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
+                            READ_BACK_CLAIMED, COMPLETED_IDS)
+
+# --- one job under its lease --------------------------------------------------------------
+
+# How many jobs of one queue are ready (queue, queue, limit), counting at most
+# the limit, from the claim index without locking: the supervisor's look for
+# its idle children (one such statement per queue, in one script).
+READY_COUNT = (
+    "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
+    " ORDER BY priority, available_at, id LIMIT %s) AS ready")
+
+# The lease fence of complete, fail and extend (id, token): our token, still
+# reserved, lease not yet over. Zero rows matched means the lease was lost.
+LOCK_FOR_COMPLETION = (
+    "SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE id = %s AND status = 'reserved'"
+    " AND lease_token = %s AND lease_until > UTC_TIMESTAMP(6) FOR UPDATE")
+
+# The token stays on a done row (see COMPLETE_LOCKED_GROUP).
+COMPLETE = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
+    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
+    " AND lease_until > UTC_TIMESTAMP(6)")
+
+# (status, error, delay in microseconds, status again, id, token)
+FAIL = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, last_error = %s,"
+    " lease_token = NULL, lease_until = NULL,"
+    " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
+    " AND lease_until > UTC_TIMESTAMP(6)")
+
+# Release needs no live lease: giving back an unstarted claim is always
+# safe while the token still matches (nobody else took the job).
+RELEASE = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'ready', attempts = attempts - 1,"
+    " lease_token = NULL, lease_until = NULL, locked_by = NULL, updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+
+EXTEND = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
+    " AND lease_until > UTC_TIMESTAMP(6)")
+
+EXTEND_MANY = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, updated_at = UTC_TIMESTAMP(6)"
+    " WHERE status = 'reserved' AND lease_until > UTC_TIMESTAMP(6) AND ({lease_pairs})")
+
+# Of some leases, those whose job is done under that same lease (a child may
+# have written their completions while the parent extended them).
+COUNT_DONE_UNDER_LEASE = ("SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (PRIMARY)"
+                          " WHERE status = 'done' AND ({lease_pairs})")
+
+# The dead worker's job, locked by its token (no lease check: the token
+# proves nobody else took it).
+LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs FORCE INDEX (PRIMARY)"
+             " WHERE id = %s AND status = 'reserved' AND lease_token = %s FOR UPDATE")
+
+# (status, attempt restored 0/1, crash 0/1, error, delay in microseconds, status, id)
+HAND_BACK = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, attempts = attempts - %s,"
+    " crashes = crashes + %s, last_error = %s, lease_token = NULL, lease_until = NULL,"
+    " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
+    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s")
+
+# Expired leases, oldest first, reading the lease index; SKIP LOCKED so a
+# worker finishing its job right now is never waited on.
+LOCK_EXPIRED = (
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    " WHERE status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)"
+    " ORDER BY lease_until LIMIT %s FOR UPDATE SKIP LOCKED")
+
+# The locked ones ({ids}) back to ready, or dead when out of attempts.
+RECOVER_EXPIRED = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET status = IF(attempts >= max_attempts, 'dead', 'ready'),"
+    " last_error = 'lease expired', lease_token = NULL, lease_until = NULL,"
+    " available_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6),"
+    " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL)"
+    " WHERE id IN ({ids}) AND status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)")
+
+# --- inspection and repair --------------------------------------------------------------------
+# An optional queue is one parameter given twice: NULL (all queues) or its name.
+
+GET = (
+    "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
+    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, created_at,"
+    " updated_at, finished_at FROM prefork_jobs WHERE id = %s")
+
+DEAD_JOBS = (
+    "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
+    " WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
+    " ORDER BY finished_at DESC, id DESC LIMIT %s")
+
+RETRY_DEAD = (
+    "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
+    " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
+    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' AND (%s IS NULL OR queue = %s)")
+
+RETRY_DEAD_IDS = (
+    "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
+    " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
+    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
+    " AND id IN ({ids})")
+
+COUNTS = ("SELECT status, COUNT(*) FROM prefork_jobs WHERE %s IS NULL OR queue = %s"
+          " GROUP BY status")
+
+# Depth of some queues ({queues}) for the metrics: only the claim index's ranges
+# of the live statuses (its first column), so the millions of done rows are never read.
+QUEUE_STATS = (
+    "SELECT queue, status, COUNT(*), SUM(available_at <= UTC_TIMESTAMP(6)),"
+    " TIMESTAMPDIFF(MICROSECOND, MIN(IF(available_at <= UTC_TIMESTAMP(6), available_at, NULL)),"
+    " UTC_TIMESTAMP(6)) / 1e6"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved', 'dead') AND queue IN ({queues})"
+    " GROUP BY queue, status")
+
+# --- the supervisor registry ---------------------------------------------------------------
+
+REGISTER = (
+    "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"
+    " heartbeat_at) VALUES (%s, %s, 'running', %s, %s, %s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+
+# Only a running row beats: one that others pruned stays pruned, and its
+# supervisor learns it from the row count.
+HEARTBEAT = (
+    "UPDATE prefork_processes SET heartbeat_at = UTC_TIMESTAMP(6), queues = %s, workers = %s,"
+    " children = %s WHERE id = %s AND state = 'running'")
+
+STOP = ("UPDATE prefork_processes SET state = 'stopped', children = NULL,"
+        " heartbeat_at = UTC_TIMESTAMP(6) WHERE id = %s AND state = 'running'")
+
+SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running'"
+          " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+          " ORDER BY heartbeat_at LIMIT %s")
+
+# Whoever flips the row to 'pruned' hands back its jobs; the others see 0 rows.
+MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
+               " WHERE id = %s AND state = 'running'"
+               " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
+
+# The vanished supervisor's jobs, as lease expiry would return them (the
+# attempt was used), but now instead of when each lease runs out.
+RETURN_JOBS_OF = (
+    "UPDATE prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    " SET status = IF(attempts >= max_attempts, 'dead', 'ready'), last_error = %s,"
+    " lease_token = NULL, lease_until = NULL, available_at = UTC_TIMESTAMP(6),"
+    " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL),"
+    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'reserved' AND process_id = %s")
+
+# --- control, status and pruning -----------------------------------------------------------------
+
+# One round trip per poll: the server's clock, the newest restart request for
+# this host, and the paused queues.
+CONTROL = (
+    "SELECT UTC_TIMESTAMP(6),"
+    " (SELECT MAX(requested_at) FROM prefork_restarts WHERE host IN ('*', %s)),"
+    " (SELECT GROUP_CONCAT(queue SEPARATOR ',') FROM prefork_queue_states WHERE paused = 1)")
+
+REQUEST_RESTART = (
+    "INSERT INTO prefork_restarts (host, requested_at)"
+    " VALUES (%s, COALESCE(%s, UTC_TIMESTAMP(6)))"
+    " ON DUPLICATE KEY UPDATE requested_at = VALUES(requested_at)")
+
+RESTART_REQUESTED = "SELECT requested_at FROM prefork_restarts WHERE host = %s"
+
+SET_PAUSED = (
+    "INSERT INTO prefork_queue_states (queue, paused, updated_at)"
+    " VALUES (%s, %s, UTC_TIMESTAMP(6))"
+    " ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)")
+
+RUNNING_PROCESSES = (
+    "SELECT id, host, pid, queues, workers, version, children, started_at, heartbeat_at,"
+    " TIMESTAMPDIFF(MICROSECOND, heartbeat_at, UTC_TIMESTAMP(6)) / 1e6 AS heartbeat_age_s"
+    " FROM prefork_processes FORCE INDEX (ix_prefork_processes_state)"
+    " WHERE state = 'running' ORDER BY host, pid")
+
+PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER BY queue"
+
+# Per queue, only the live statuses (the claim index starts with status, so
+# the millions of done rows are never read), split into due and delayed.
+LIVE_COUNTS = (
+    "SELECT queue, status, available_at <= UTC_TIMESTAMP(6) AS due, COUNT(*),"
+    " TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) / 1e6"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved', 'dead') GROUP BY queue, status, due")
+
+DONE_SINCE = (
+    "SELECT queue, COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_finished)"
+    " WHERE status = 'done' AND finished_at >= UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+    " GROUP BY queue")
+
+# (status, age in microseconds)
+COUNT_FINISHED = ("SELECT COUNT(*) FROM prefork_jobs WHERE status = %s"
+                  " AND finished_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
+
+# Oldest first through the finished index, a bounded batch per statement so
+# that no delete holds locks for long.
+PRUNE_FINISHED = ("DELETE FROM prefork_jobs WHERE status = %s"
+                  " AND finished_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+                  " ORDER BY finished_at LIMIT %s")
+
+PRUNE_PROCESSES = (
+    "DELETE FROM prefork_processes WHERE state IN ('stopped', 'pruned')"
+    " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND LIMIT %s")
+
+DISCARD_DEAD = "DELETE FROM prefork_jobs WHERE status = 'dead' AND id IN ({ids})"
+
+# --- schema and session ----------------------------------------------------------------------
+
+# DDL commits implicitly in MySQL, so two hosts migrating at once are kept
+# apart by a named server lock (its name; 60 s) rather than a transaction.
+GET_MIGRATION_LOCK = "SELECT GET_LOCK(%s, 60)"
+RELEASE_MIGRATION_LOCK = "SELECT RELEASE_LOCK(%s)"
+
+SCHEMA_VERSIONS = "SELECT version FROM prefork_schema_migrations"
+
+CREATE_MIGRATIONS = (
+    "CREATE TABLE IF NOT EXISTS prefork_schema_migrations ("
+    " version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL,"
+    " applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB")
+
+RECORD_MIGRATION = (
+    "INSERT INTO prefork_schema_migrations (version, name, applied_at)"
+    " VALUES (%s, %s, UTC_TIMESTAMP(6))")
+
+# Identifiers cannot be parameters: the names filled in are checked against
+# a strict pattern first (grant_statements()).
+GRANT_WORKER_TABLE = "GRANT SELECT, INSERT, UPDATE ON `{database}`.`{table}` TO '{user}'@'{host}';"
+GRANT_READ_MIGRATIONS = ("GRANT SELECT ON `{database}`.`prefork_schema_migrations`"
+                         " TO '{user}'@'{host}';")
+
+# The driver sends its init command as is, without parameters: the lock wait
+# is an int (seconds) filled in by format().
+SESSION_SETTINGS = ("SET time_zone = '+00:00', innodb_lock_wait_timeout = {lock_wait:d},"
+                    " lock_wait_timeout = {lock_wait:d}")
+
+READ_COMMITTED = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+# MariaDB only (seconds): see session.py.
+IDLE_TRANSACTION_TIMEOUT = "SET SESSION idle_transaction_timeout = %s"
+
+CONNECTION_ID = "SELECT CONNECTION_ID()"

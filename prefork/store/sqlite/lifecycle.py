@@ -1,0 +1,170 @@
+"""The SQLite store's job life cycle: claims and group completions (each one write
+transaction: on SQLite the lock and the commit are the cost, not the statements),
+and what happens to one job under its lease (completing with the caller's
+effect, failing, releasing, extending, handing back, recovering expired leases).
+A part of SQLiteStore.
+"""
+import secrets
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from typing import Any
+
+from ...errors import LeaseLost
+from ...jobs import Job, JobStatus, Lease
+from ...retry import Decision, RetryPolicy, hand_back_decision
+from ..contract import claimed_job
+from .file import stamp, times, utc_now
+from .queries import (
+    CLAIM_RESERVE,
+    CLAIM_SELECT,
+    COMPLETE,
+    DONE_WITH_TOKEN,
+    EXTEND,
+    FAIL,
+    HAND_BACK,
+    HELD_BY_TOKEN,
+    HOLDS_LEASE,
+    READY_COUNT,
+    RECOVER_EXPIRED,
+    RELEASE,
+)
+from .session import SQLiteSession
+
+# Who claims: (worker "host:pid", supervisor registry id or None).
+Claimant = tuple[str, int | None]
+
+
+class SQLiteLifeCycle(SQLiteSession):
+    # -- claims and group completions ------------------------------------------------
+
+    def claim(self, queues: Sequence[str], worker: str, lease_seconds: float, limit: int = 1,
+              process_id: int | None = None) -> list[Job]:
+        with self._write() as cursor:
+            stamps = times(utc_now(), lease_until=lease_seconds)
+            return self._reserve(cursor, queues, (worker, process_id), limit, stamps)
+
+    def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
+                           lease_seconds: float, process_id: int | None = None,
+                           limit: int = 1) -> tuple[set[int], list[Job]]:
+        # One lock and one commit instead of several: on SQLite the commit is the cost.
+        with self._write() as cursor:
+            stamps = times(utc_now(), lease_until=lease_seconds)
+            completed = _complete_leases(cursor, leases, stamps)
+            next_jobs = self._reserve(cursor, queues, (worker, process_id), limit, stamps)
+        return completed, next_jobs
+
+    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+        if not leases:
+            return set()
+        with self._write() as cursor:
+            return _complete_leases(cursor, leases, times(utc_now()))
+
+    def _reserve(self, cursor: sqlite3.Cursor, queues: Sequence[str], claimant: Claimant,
+                 limit: int, stamps: dict[str, str]) -> list[Job]:
+        """Claim up to `limit` ready jobs inside the caller's write transaction."""
+        worker, process_id = claimant
+        rows = _ready_rows(cursor, queues, limit, stamps["now"])
+        tokens = [secrets.token_hex(16) for _ in rows]
+        cursor.executemany(CLAIM_RESERVE, [{**stamps, "token": token, "worker": worker,
+                                            "process_id": process_id, "id": row[0]}
+                                           for row, token in zip(rows, tokens)])
+        return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
+
+    def ready_count(self, queues: Sequence[str], limit: int) -> int:
+        now = stamp(utc_now())
+        total = 0
+        for queue in queues:
+            with closing(self._read(READY_COUNT, {"queue": queue, "now": now,
+                                                  "limit": limit})) as cursor:
+                total += int(cursor.fetchone()[0])
+        return total
+
+    # -- one job under its lease -----------------------------------------------------------
+
+    @contextmanager
+    def completing(self, job: Job) -> Iterator[sqlite3.Cursor]:
+        with self._write() as cursor:
+            cursor.execute(HOLDS_LEASE, {**_lease(job.lease), **times(utc_now())})
+            if cursor.fetchone() is None:
+                raise LeaseLost(f"job {job.id}: lease lost before completion")
+            yield cursor
+            # Fenced again: the lease may have run out while the effect was written.
+            cursor.execute(COMPLETE, {**_lease(job.lease), **times(utc_now())})
+            if cursor.rowcount != 1:
+                raise LeaseLost(f"job {job.id}: lease lost during completion")
+        job.finished = True
+
+    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+        status = JobStatus.DEAD if decision.dead else JobStatus.READY
+        params = {**_lease(job.lease), "status": status.value, "error": error[:500]}
+        return self._write_one(FAIL, params, available_at=decision.delay) == 1
+
+    def release(self, job: Job) -> bool:
+        return self._write_one(RELEASE, _lease(job.lease)) == 1
+
+    def extend(self, job: Job, lease_seconds: float) -> bool:
+        return self._write_one(EXTEND, _lease(job.lease), lease_until=lease_seconds) == 1
+
+    def extend_many(self, leases: Sequence[Lease], lease_seconds: float) -> int:
+        if not leases:
+            return 0
+        # One transaction of many small updates: on SQLite the cost is the
+        # lock and the commit, not the number of statements.
+        with self._write() as cursor:
+            stamps = times(utc_now(), lease_until=lease_seconds)
+            cursor.executemany(EXTEND, [{**stamps, **_lease(lease)} for lease in leases])
+            extended = cursor.rowcount
+            if extended == len(leases):
+                return extended
+            return extended + sum(
+                cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone() is not None
+                for lease in leases)
+
+    def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
+                  max_crashes: int, charge: bool = True) -> JobStatus | None:
+        with self._write() as cursor:
+            held = cursor.execute(HELD_BY_TOKEN, {"id": job_id, "token": lease_token}).fetchone()
+            if held is None:
+                return None
+            attempts, max_attempts, crashes = held
+            status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
+                                                     policy, max_crashes, charge)
+            cursor.execute(HAND_BACK, {
+                "id": job_id, "status": status.value, "restored": 0 if charge else 1,
+                "crashed": 1 if charge else 0, "error": error[:500],
+                **times(utc_now(), available_at=delay)})
+            return status
+
+    def recover_expired(self, limit: int = 100) -> int:
+        return self._write_one(RECOVER_EXPIRED, {"limit": limit})
+
+
+def _lease(lease: Lease) -> dict[str, Any]:
+    """A lease as a statement's :id and :token."""
+    job_id, token = lease
+    return {"id": job_id, "token": token}
+
+
+def _complete_leases(cursor: sqlite3.Cursor, leases: Sequence[Lease],
+                     stamps: dict[str, str]) -> set[int]:
+    """Complete each leased job inside the caller's write transaction; the ids
+    completed, now or already with the same lease."""
+    completed = set()
+    for lease in leases:
+        cursor.execute(COMPLETE, {**_lease(lease), **stamps})
+        if cursor.rowcount == 1 or cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone():
+            completed.add(lease[0])
+    return completed
+
+
+def _ready_rows(cursor: sqlite3.Cursor, queues: Sequence[str], limit: int,
+                now: str) -> list[tuple[Any, ...]]:
+    """Up to `limit` ready rows, trying the queues in order (the caller holds the write lock)."""
+    rows: list[tuple[Any, ...]] = []
+    for queue in queues:
+        if len(rows) >= limit:
+            break
+        cursor.execute(CLAIM_SELECT, {"queue": queue, "now": now, "limit": limit - len(rows)})
+        rows.extend(cursor.fetchall())
+    return rows
