@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import UserError
-from ..jobs import QUEUE_PATTERN
+from ..jobs import QUEUE_PATTERN, JobStatus
 from ..progress import Progress
 from . import status_report as status_report
 from .helpers import checked_store
@@ -107,7 +107,8 @@ def prune_command(args: argparse.Namespace, config: Config) -> None:
     if args.done_older_than is None and args.dead_older_than is None:
         raise UserError("say what to prune: --done-older-than AGE and/or --dead-older-than AGE")
     store = checked_store(config)
-    for status, age in (("done", args.done_older_than), ("dead", args.dead_older_than)):
+    for status, age in ((JobStatus.DONE, args.done_older_than),
+                        (JobStatus.DEAD, args.dead_older_than)):
         if age is not None:
             deleted = _prune_status(store, status, age)
             print(f"deleted {deleted} {status} jobs")
@@ -115,7 +116,7 @@ def prune_command(args: argparse.Namespace, config: Config) -> None:
     print(f"deleted {records} old supervisor records")
 
 
-def _prune_status(store: "Store", status: str, age: float) -> int:
+def _prune_status(store: "Store", status: JobStatus, age: float) -> int:
     progress = Progress(store.count_finished(status, age), f"prune {status}")
     deleted = 0
     while True:

@@ -4,6 +4,8 @@ import json
 from datetime import datetime
 from typing import Any, Sequence
 
+from ..jobs import JobStatus
+
 # {"supervisors": [...], "queues": {name: {column: value}}}, as JSON prints it.
 Report = dict[str, Any]
 Row = dict[str, Any]
@@ -23,11 +25,11 @@ def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], A
 
     for name, status, due, count, oldest_age in live:
         row = queue(name)
-        if status == "ready" and not due:
+        if status == JobStatus.READY and not due:
             row["delayed"] += count
         else:
             row[status] += count
-        if status == "ready" and due:
+        if status == JobStatus.READY and due:
             row["oldest_ready_age_s"] = round(float(oldest_age), 3)
     for name, count in done.items():
         queue(name)["done_last_hour"] = count
