@@ -48,15 +48,21 @@ def claimed_job(row: ClaimedRow, token: str, store: "Store") -> Job:
 def queue_figures(queues: Sequence[str],
                   rows: Sequence[Sequence[Any]]) -> dict[str, QueueFigures]:
     """queue_stats()'s answer from rows of (queue, status, jobs, due jobs, oldest due age s)."""
-    figures: dict[str, QueueFigures] = {
-        queue: {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0, "oldest_ready_age": 0.0}
-        for queue in queues}
+    figures: dict[str, QueueFigures] = {queue: _no_figures() for queue in queues}
     for queue, status, jobs, due, oldest_due_age in rows:
-        if status == JobStatus.READY:
-            figures[queue].update(ready=int(due), delayed=int(jobs) - int(due),
-                                  oldest_ready_age=max(0.0, float(oldest_due_age or 0)))
-        else:
-            figures[queue][JobStatus(status).value] = int(jobs)
+        counts = figures[queue]
+        counts[JobStatus(status).value] = int(jobs)
+        if status == JobStatus.READY:   # the due ones: those not due yet are delayed
+            counts[JobStatus.READY.value] = int(due)
+            counts["delayed"] = int(jobs) - int(due)
+            counts["oldest_ready_age"] = max(0.0, float(oldest_due_age or 0))
+    return figures
+
+
+def _no_figures() -> QueueFigures:
+    figures: QueueFigures = {status.value: 0 for status in
+                             (JobStatus.READY, JobStatus.RESERVED, JobStatus.DEAD)}
+    figures.update(delayed=0, oldest_ready_age=0.0)
     return figures
 
 
