@@ -18,7 +18,7 @@ import psutil
 
 from ..config import SETTINGS, Config
 from ..errors import UserError
-from ..process_signals import die_with_parent
+from ..process_signals import die_with_parent, preexec_die_with_parent
 from ..store.mysql.bench import textbook_loop
 
 START_TIMEOUT = 60.0
@@ -63,7 +63,8 @@ class SupervisorProcess:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
-                                         start_new_session=True, preexec_fn=die_with_parent)
+                                         start_new_session=True,
+                                         preexec_fn=preexec_die_with_parent(signal.SIGTERM))
 
     @property
     def pid(self) -> int:
@@ -216,12 +217,12 @@ def _ticked_cpu_seconds(pid: int) -> float:
 class BaselinePool:
     """N forked processes running the textbook loop on the scratch queue."""
 
-    def __init__(self, config, queue, workers):
+    def __init__(self, config: Config, queue: str, workers: int) -> None:
         self.config, self.queue, self.workers = config, queue, workers
-        self.pids = []
-        self.ready_fd = None
+        self.pids: List[int] = []
+        self.ready_fd: Optional[int] = None
 
-    def start(self):
+    def start(self) -> None:
         read_fd, write_fd = os.pipe()
         self.ready_fd = read_fd
         sys.stdout.flush()
@@ -234,8 +235,10 @@ class BaselinePool:
             self.pids.append(pid)
         os.close(write_fd)
 
-    def wait_ready(self, timeout=START_TIMEOUT):
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Until every process has its connection open (one byte each on the pipe)."""
+        if self.ready_fd is None:
+            raise RuntimeError("the baseline was not started")
         deadline, ready = time.monotonic() + timeout, 0
         while ready < self.workers:
             self.check_alive()
@@ -246,21 +249,21 @@ class BaselinePool:
             if readable:
                 ready += len(os.read(self.ready_fd, self.workers))
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> Dict[str, float]:
         """{"parent": 0 (the bench itself), "children"}: CPU seconds used so far."""
         return {"parent": 0.0, "children": cpu_seconds(self.pids)}
 
-    def memory(self):
+    def memory(self) -> Dict[str, Optional[float]]:
         return {}
 
-    def check_alive(self):
+    def check_alive(self) -> None:
         for pid in self.pids:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 self.pids.remove(pid)
                 raise BenchError(f"a baseline process died ({_describe(status)})")
 
-    def stop(self, timeout=STOP_TIMEOUT):
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM (each finishes its job), wait; past the deadline SIGKILL."""
         for pid in self.pids:
             _signal(pid, signal.SIGTERM)
@@ -277,16 +280,16 @@ class BaselinePool:
             self.ready_fd = None
 
 
-def _baseline_child(config, queue, ready_fd):
+def _baseline_child(config: Config, queue: str, ready_fd: int) -> None:
     """A forked baseline process: the textbook loop until SIGTERM; never returns."""
     code = 1
     try:
-        stopping = []
+        stopping: List[int] = []
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the bench's to handle
         signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
         die_with_parent()
         textbook_loop(config, queue, should_stop=lambda: bool(stopping),
-                      on_ready=lambda: os.write(ready_fd, b"r"))
+                      on_ready=lambda: _ready(ready_fd))
         code = 0
     except BaseException as exc:   # never fall back into the bench's code
         os.write(2, f"baseline process: {type(exc).__name__}\n".encode())
@@ -294,14 +297,18 @@ def _baseline_child(config, queue, ready_fd):
         os._exit(code)
 
 
-def _signal(pid, signum):
+def _ready(ready_fd: int) -> None:
+    os.write(ready_fd, b"r")
+
+
+def _signal(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
     except ProcessLookupError:
         pass
 
 
-def _describe(status):
+def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
         return signal.Signals(os.WTERMSIG(status)).name
     return f"exit code {os.WEXITSTATUS(status)}"
