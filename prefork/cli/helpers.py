@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 from .. import logs, registry
 from ..config import Config
 from ..errors import UserError
-from ..observers import schedules
 from ..store import open_store
 
 if TYPE_CHECKING:
@@ -29,6 +28,9 @@ def import_handlers(config: Config) -> None:
     A first run with nothing configured (no --app, the default SQLite file)
     gets the example handlers, so `prefork-queue --workers 8` shows jobs flow.
     """
+    # Imported here, not at the top: the metrics server and croniter come with
+    # it, and `run` takes its signals only once this module is loaded.
+    from ..observers import schedules
     apps = config.app
     if not apps and config.source("dsn") == "default":
         apps = [EXAMPLE_APP]
