@@ -58,10 +58,11 @@ class Supervisor:
 
     # -- start and main loop -------------------------------------------------
 
-    def run(self):
+    def run(self) -> int:
         """Run until drained; returns the process exit status."""
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
+        startup.defer_stops()   # a stop from here on must not cut the registry insert short
         self.upkeep.register(self.target)
         self._install_signal_handlers()
         self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
@@ -90,15 +91,15 @@ class Supervisor:
         self._notify("stopped")
         return 0
 
-    def _install_signal_handlers(self):
-        def record(signum, frame):
+    def _install_signal_handlers(self) -> None:
+        def record(signum: int, frame: object) -> None:
             self.pending_signals.append(signum)
             self.waker.wake()
 
         for signum in SUPERVISOR_SIGNALS:
             signal.signal(signum, record)
-        self.pending_signals.extend(startup.pending)   # those that came while we started
-        startup.pending.clear()
+        # Taken once startup's handler no longer runs, and applied first, as they came first.
+        self.pending_signals[:0] = startup.take_pending()
 
     def _dispatch_signals(self):
         while self.pending_signals:
