@@ -178,8 +178,9 @@ def test_a_lock_held_too_long_fails_the_write_within_a_bound(sqlite_store, sqlit
         started = time.monotonic()
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             s.claim(["default"], "test-host:1", 30)
-    # The busy timeout, then retries until the same bound: about 1 s, never 2.5.
-    assert 0.9 <= time.monotonic() - started < 2.5
+    # The busy timeout, then retries until the same bound: about 1 s. The upper bound
+    # only tells the configured 1 s from the default 5 s, with room for a loaded machine.
+    assert 0.9 <= time.monotonic() - started < 4.0
 
 
 # --- DSN, first open, where the file lives --------------------------------------------------
