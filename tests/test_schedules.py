@@ -10,7 +10,7 @@ from harness import supervisor_starter
 
 from prefork import config as config_module
 from prefork.errors import UserError
-from prefork.observers.schedules import build, due_ticks, iso
+from prefork.observers.schedules import RETRY_INTERVAL, Scheduler, build, due_ticks, iso
 
 UTC = timezone.utc
 SETTINGS = "[prefork-queue]\napp = schedule_app\nworkers = 1\n"
@@ -132,6 +132,47 @@ def test_catching_up_takes_the_latest_tick_before_the_start_whatever_its_age(tmp
     missed, ticks = due_ticks(schedule, before, at("2026-01-08T03:00:05"), caught_up)
     assert missed == at("2026-01-06T03:00:00")
     assert ticks == [caught_up, at("2026-01-08T03:00:00")]
+
+
+# -- the scheduler as a supervisor observer ---------------------------------------------
+
+class EnqueueOnly:
+    """The part of a SupervisorView the scheduler uses: enqueue, answering as told."""
+
+    def __init__(self, answer):
+        self.answer, self.jobs = answer, []
+
+    def enqueue(self, new_job):
+        self.jobs.append(new_job)
+        return self.answer
+
+
+def test_the_scheduler_enqueues_a_due_tick_through_the_view(tmp_path):
+    schedule = one(tmp_path, "type = scheduled_tick\nevery = 60\n")
+    moment = [at("2026-01-05T14:00:30").timestamp()]
+    scheduler = Scheduler({"s": schedule}, clock=lambda: moment[0])
+    view = EnqueueOnly(answer=7)
+    scheduler.tick(100.0, view)
+    assert view.jobs == []   # armed at 14:00:30: the next tick is 14:01
+    moment[0] = at("2026-01-05T14:01:00.500").timestamp()
+    scheduler.tick(101.0, view)
+    assert [job.key for job in view.jobs] == ["schedule:s:2026-01-05T14:01:00Z"]
+    scheduler.tick(102.0, view)
+    assert len(view.jobs) == 1   # enqueued once
+
+
+def test_the_scheduler_tries_again_when_the_database_is_away(tmp_path):
+    schedule = one(tmp_path, "type = scheduled_tick\nevery = 60\n")
+    moment = [at("2026-01-05T14:00:30").timestamp()]
+    scheduler = Scheduler({"s": schedule}, clock=lambda: moment[0])
+    away = EnqueueOnly(answer=False)
+    moment[0] = at("2026-01-05T14:01:00.500").timestamp()
+    scheduler.tick(100.0, away)
+    scheduler.tick(100.0 + RETRY_INTERVAL / 2, away)   # not yet: one try per interval
+    assert len(away.jobs) == 1
+    back = EnqueueOnly(answer=8)
+    scheduler.tick(100.0 + RETRY_INTERVAL, back)
+    assert [job.key for job in back.jobs] == ["schedule:s:2026-01-05T14:01:00Z"]
 
 
 # -- real supervisors on one database ---------------------------------------------------

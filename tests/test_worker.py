@@ -16,7 +16,7 @@ from conftest import APPS, admin_connection, cli_env, job_row, run_cli, scalar, 
 import prefork
 from prefork import logs, registry
 from prefork.errors import LeaseLost
-from prefork.jobs import new_job
+from prefork.jobs import Lease, new_job
 from prefork.worker.loop import Worker
 
 if str(APPS) not in sys.path:
@@ -382,13 +382,37 @@ def test_lost_database_connection_ends_work_with_worker_fatal(migrated, clean_db
 
 # --- batches: completions written together -------------------------------------------
 
+class RecordingListener:
+    """Keeps what a worker reports, as [(report, what it reported)]."""
+
+    def __init__(self):
+        self.reports = []
+
+    def busy(self, job):
+        self.reports.append(("busy", job))
+
+    def held(self, leases):
+        self.reports.append(("held", list(leases)))
+
+    def waiting(self):
+        self.reports.append(("waiting", None))
+
+    def idle(self, outcome):
+        self.reports.append(("idle", outcome))
+
+    def saved(self, lost):
+        self.reports.append(("saved", list(lost)))
+
+    def names(self):
+        return [name for name, _ in self.reports]
+
+
 def recording_worker(s, config, supervised=True):
-    """A worker whose reported states are kept, as [(state, job or list, outcome)]."""
-    states = []
-    worker = Worker(s, config, supervised=supervised,
-                    on_state=lambda state, job=None, outcome=None: states.append((state, job, outcome)))
+    """A worker whose reports are kept (see RecordingListener)."""
+    listener = RecordingListener()
+    worker = Worker(s, config, listener, supervised=supervised)
     worker.job_seconds = 0.001   # recent jobs were fast: claims take batches
-    return worker, states
+    return worker, listener.reports
 
 
 def test_a_batch_writes_its_completions_with_its_last_job(store, make_config, clean_db,
@@ -398,6 +422,7 @@ def test_a_batch_writes_its_completions_with_its_last_job(store, make_config, cl
     worker, states = recording_worker(s, make_config(claim_batch=4))
     job = worker.claim_next()
     assert [held.id for held in worker.held] == ids[1:4]
+    held_jobs = list(worker.held)
     for position in range(3):
         outcome, next_job, _ = worker.process(job, chain_next=lambda: True)
         assert (outcome, next_job) == ("unsaved", None)
@@ -412,7 +437,9 @@ def test_a_batch_writes_its_completions_with_its_last_job(store, make_config, cl
     assert outcome == "done" and next_job.id == ids[4] and not queue_empty
     assert [job_row(clean_db, job_id)["status"] for job_id in ids] == \
         ["done", "reserved", "done", "done", "reserved"]
-    assert ("saved", [ids[1]], None) in states
+    assert ("saved", [ids[1]]) in states
+    assert states[0] == ("held", [held.lease for held in held_jobs])
+    assert all(isinstance(lease, Lease) for lease in states[0][1])
     _, events = log_lines()
     completed = [e["job_id"] for e in events if e["event"] == "job_completed"]
     assert sorted(completed) == [ids[0], ids[2], ids[3]]
@@ -429,7 +456,7 @@ def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_conf
     assert worker.process(worker.claim_next())[0] == "done"
     # Slower than the hold budget: the fast one's completion was written at
     # once, and the job held behind it given back for a sibling.
-    assert ("saved", [], None) in states and ("held", [], None) in states
+    assert ("saved", []) in states and ("held", []) in states
     assert job_row(clean_db, fast)["status"] == "done" and job_row(clean_db, slow)["status"] == "done"
     row = job_row(clean_db, after)
     assert (row["status"], row["attempts"]) == ("ready", 0)
@@ -445,13 +472,12 @@ def test_an_idle_worker_under_a_supervisor_waits_without_querying(store, make_co
     """The parent looks for jobs for all its children: an unwoken child only says
     again that it waits. Alone, a worker polls."""
     s = store()
-    states = []
-    worker = Worker(s, make_config(), idle_sleeps=(0.02, 0.02), supervised=supervised,
-                    on_state=lambda state, job=None, outcome=None: states.append(state))
+    listener = RecordingListener()
+    worker = Worker(s, make_config(), listener, idle_sleeps=(0.02, 0.02), supervised=supervised)
     before = session_questions(s)
     thread = threading.Thread(target=worker.run)
     thread.start()
-    wait_until(lambda: states.count("waiting") >= 10, timeout=5)
+    wait_until(lambda: listener.names().count("waiting") >= 10, timeout=5)
     worker.request_stop()
     thread.join(5)
     queries = session_questions(s) - before
@@ -473,4 +499,4 @@ def test_a_worker_alone_writes_each_completion_at_once(store, make_config, clean
     assert job_row(clean_db, ids[0])["status"] == "done"
     assert worker.run(stop_when_empty=True) == 3
     assert [job_row(clean_db, job_id)["status"] for job_id in ids] == ["done"] * 3
-    assert not [state for state, _, _ in states if state == "saved"]
+    assert "saved" not in [name for name, _ in states]

@@ -1,11 +1,12 @@
 """Prometheus metrics, served by the supervisor (the parent) at `metrics_address`.
 
-A supervisor observer (see observers.py). Everything is counted on the main
+A supervisor observer (see observers/__init__.py). Everything is counted on the main
 loop, from the supervisor's notifications and ticks; the HTTP server thread
 only reads. Children never serve: the listening socket is closed in every
 forked child. Queue depth is read from the database through the parent's
-Upkeep on the main loop, at most every SAMPLE_INTERVAL seconds (the parent's
-connection is not thread-safe, and a scrape must not cost a query).
+connection (the view's queue_stats) on the main loop, at most every
+SAMPLE_INTERVAL seconds (the parent's connection is not thread-safe, and a
+scrape must not cost a query).
 
 Metrics (a dedicated registry, nothing from the global one):
     prefork_jobs_total{queue,type,outcome}     jobs finished by this supervisor's children;
@@ -29,22 +30,28 @@ import logging
 import os
 import re
 import time
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from .. import registry as handlers
 from ..errors import UserError
+from ..jobs import JobStatus
 from ..logs import event
+
+if TYPE_CHECKING:
+    from . import SupervisorView
 
 SAMPLE_INTERVAL = 15.0   # seconds between reads of the queue figures
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
                     float("inf"))
-QUEUE_STATES = ("ready", "delayed", "reserved", "dead")
+# The job states a queue's figures count; delayed: ready, but not due yet.
+QUEUE_STATES = (JobStatus.READY.value, "delayed", JobStatus.RESERVED.value, JobStatus.DEAD.value)
 UNKNOWN_TYPE = "(unknown)"   # a job type with no handler: its name is data, not a label
 
 
-def parse_address(text):
+def parse_address(text: str) -> tuple[str, int]:
     """(host, port) from HOST:PORT or [IPv6]:PORT; UserError naming the problem otherwise."""
     problem = f"invalid metrics_address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9187"
     try:
@@ -57,14 +64,14 @@ def parse_address(text):
     return host, port
 
 
-def is_loopback(host):
+def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
 
 
-def reason_label(reason):
+def reason_label(reason: str) -> str:
     """A worker-exit reason as a label value: "hard timeout after 3s" -> "timeout",
     "boot failure" -> "boot-failure"."""
     if reason.startswith("hard timeout"):
@@ -72,52 +79,53 @@ def reason_label(reason):
     return re.sub(r"[^a-z0-9]+", "-", reason.lower()).strip("-") or "unknown"
 
 
-def type_label(job_type):
+def type_label(job_type: str) -> str:
     return job_type if handlers.lookup(job_type) is not None else UNKNOWN_TYPE
 
 
 class Metrics:
     """A supervisor observer keeping the metrics and serving them over HTTP."""
 
-    def __init__(self, address):
+    def __init__(self, address: str) -> None:
         self.address = address
         self.registry = CollectorRegistry(auto_describe=True)
         self._declare()
         self.next_sample_at = 0.0
-        self.sampled_queues = set()
-        self.running_labels = set()
-        self.server = None
+        self.sampled_queues: set[str] = set()
+        self.running_labels: set[tuple[str, str]] = set()
+        self.server: Optional[Any] = None
         self._serve(*parse_address(address))
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Any) -> Optional["Metrics"]:
         return cls(config.metrics_address) if config.metrics_address else None
 
-    def _declare(self):
-        on = {"registry": self.registry}
+    def _declare(self) -> None:
+        registry = self.registry
         self.jobs = Counter("prefork_jobs", "Jobs finished by this supervisor's children.",
-                            ["queue", "type", "outcome"], **on)
+                            ["queue", "type", "outcome"], registry=registry)
         self.in_progress = Gauge("prefork_jobs_in_progress", "Jobs the children are running now.",
-                                 ["queue", "type"], **on)
+                                 ["queue", "type"], registry=registry)
         self.duration = Histogram("prefork_job_duration_seconds", "Seconds from a job's claim to "
                                   "its finish, every outcome.", ["queue", "type"],
-                                  buckets=DURATION_BUCKETS, **on)
+                                  buckets=DURATION_BUCKETS, registry=registry)
         self.workers_alive = Gauge("prefork_workers_alive", "Children working or ready to work "
-                                   "(not stopping).", **on)
+                                   "(not stopping).", registry=registry)
         self.workers_target = Gauge("prefork_workers_target", "Children the supervisor keeps.",
-                                    **on)
+                                    registry=registry)
         self.worker_exits = Counter("prefork_worker_exits", "Children that exited, by reason.",
-                                    ["reason"], **on)
+                                    ["reason"], registry=registry)
         self.queue_jobs = Gauge("prefork_queue_jobs", "Jobs per queue and state (ready: due now).",
-                                ["queue", "state"], **on)
+                                ["queue", "state"], registry=registry)
         self.oldest_ready = Gauge("prefork_queue_oldest_ready_age_seconds", "How long the oldest "
-                                  "due job of the queue has waited (0: none).", ["queue"], **on)
+                                  "due job of the queue has waited (0: none).", ["queue"],
+                                  registry=registry)
         self.sampled_at = Gauge("prefork_queue_sampled_timestamp_seconds", "When the queue "
-                                "figures were read (Unix time).", **on)
+                                "figures were read (Unix time).", registry=registry)
 
     # -- serving -----------------------------------------------------------------
 
-    def _serve(self, host, port):
+    def _serve(self, host: str, port: int) -> None:
         try:
             self.server, _ = start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
@@ -128,13 +136,13 @@ class Metrics:
             event("metrics_not_on_loopback", level=logging.WARNING, address=self.address)
         event("metrics_serving", address=self.address)
 
-    def _close_in_child(self):
+    def _close_in_child(self) -> None:
         """A forked child must not hold the port (nor accept on it): close our copy."""
         if self.server is not None:
             self.server.socket.close()
             self.server = None
 
-    def close(self):
+    def close(self) -> None:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
@@ -142,7 +150,7 @@ class Metrics:
 
     # -- the observer protocol --------------------------------------------------------
 
-    def notify(self, name, fields):
+    def notify(self, name: str, fields: Mapping[str, Any]) -> None:
         if name == "job_finished":
             self._job_finished(fields)
         elif name == "worker_exited":
@@ -153,34 +161,33 @@ class Metrics:
         elif name == "stopped":
             self.close()
 
-    def _job_finished(self, fields):
+    def _job_finished(self, fields: Mapping[str, Any]) -> None:
         labels = (fields["queue"], type_label(fields["type"]))
         self.jobs.labels(*labels, fields["outcome"]).inc()
         self.duration.labels(*labels).observe(fields["seconds"])
 
-    def next_deadline(self):
+    def next_deadline(self) -> float:
         return self.next_sample_at
 
-    def tick(self, now, supervisor):
-        self._count_workers(supervisor)
+    def tick(self, now: float, view: "SupervisorView") -> None:
+        self._count_workers(view)
         if now >= self.next_sample_at:
             self.next_sample_at = now + SAMPLE_INTERVAL
-            self._sample_queues(supervisor.upkeep, supervisor.config.queues)
+            self._sample_queues(view)
 
-    def _count_workers(self, supervisor):
-        children = list(supervisor.children.values())
-        self.workers_alive.set(sum(not child.stopping for child in children))
-        self.workers_target.set(supervisor.target)
-        running = collections.Counter((job["queue"], type_label(job["type"]))
-                                      for job in (child.job for child in children) if job)
+    def _count_workers(self, view: "SupervisorView") -> None:
+        self.workers_alive.set(view.workers_alive)
+        self.workers_target.set(view.workers_target)
+        running = collections.Counter((queue, type_label(job_type))
+                                      for queue, job_type in view.running_jobs())
         for labels in self.running_labels - set(running):
             self.in_progress.remove(*labels)
         for labels, count in running.items():
             self.in_progress.labels(*labels).set(count)
         self.running_labels = set(running)
 
-    def _sample_queues(self, upkeep, queues):
-        stats = upkeep.queue_stats(queues)
+    def _sample_queues(self, view: "SupervisorView") -> None:
+        stats = view.queue_stats(view.queues)
         if stats is None:
             return   # the database is away: the figures stay, their timestamp tells their age
         for gone in self.sampled_queues - set(stats):

@@ -33,7 +33,7 @@ import math
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Optional, Union
 
 from croniter import CroniterError, croniter
 
@@ -41,6 +41,9 @@ from ..errors import RejectedJob, UserError
 from ..jobs import NewJob, new_job
 from ..logs import event
 from ..worker import commands
+
+if TYPE_CHECKING:
+    from . import SupervisorView
 
 KEYS = ("type", "cron", "every", "payload", "queue", "priority", "max_attempts", "catch_up")
 CATCH_UP = ("none", "latest")
@@ -51,7 +54,7 @@ JUST_BEFORE = timedelta(microseconds=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def iso(moment):
+def iso(moment: datetime) -> str:
     """A tick time as it appears in keys and logs: 2026-01-05T03:00:00Z."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -64,28 +67,34 @@ class Schedule:
     every: Optional[int]      # seconds
     catch_up: str
 
-    def next_after(self, moment):
+    def next_after(self, moment: datetime) -> datetime:
         """The first tick strictly after `moment` (an aware datetime)."""
         if self.every:
             seconds = int((moment - EPOCH) // timedelta(seconds=self.every) + 1) * self.every
             return EPOCH + timedelta(seconds=seconds)
-        return croniter(self.cron, moment).get_next(datetime)
+        return self._cron(moment).get_next(datetime)
 
-    def latest(self, moment):
+    def latest(self, moment: datetime) -> datetime:
         """The last tick at or before `moment`."""
         if self.every:
             seconds = int((moment - EPOCH) // timedelta(seconds=self.every)) * self.every
             return EPOCH + timedelta(seconds=seconds)
-        return croniter(self.cron, self.next_after(moment)).get_prev(datetime)
+        return self._cron(self.next_after(moment)).get_prev(datetime)
 
-    def key(self, tick):
+    def _cron(self, moment: datetime) -> croniter:
+        assert self.cron is not None   # a schedule has either every or cron
+        return croniter(self.cron, moment)
+
+    def key(self, tick: datetime) -> str:
         return f"schedule:{self.name}:{iso(tick)}"
 
-    def job_for(self, tick):
+    def job_for(self, tick: datetime) -> NewJob:
         return dataclasses.replace(self.job, key=self.key(tick))
 
 
-def due_ticks(schedule, done_until, now, catch_up_tick=None):
+def due_ticks(schedule: Schedule, done_until: datetime, now: datetime,
+              catch_up_tick: Optional[datetime] = None
+              ) -> tuple[Optional[datetime], list[datetime]]:
     """(first missed tick or None, ticks to enqueue now, oldest first).
 
     Ticks after done_until and at or before now are due while their window is
@@ -109,7 +118,7 @@ def due_ticks(schedule, done_until, now, catch_up_tick=None):
 
 # -- loading ---------------------------------------------------------------------
 
-def validate(config):
+def validate(config: Any) -> None:
     """The start and reload check of the [command:*] and [schedule:*] sections.
 
     Raises a one-line UserError on the first problem, having changed nothing;
@@ -122,7 +131,7 @@ def validate(config):
     commands.install(specs)
 
 
-def load(config):
+def load(config: Any) -> dict[str, Schedule]:
     """{name: Schedule} for a config whose command types are installed (see validate)."""
     specs = commands.build(config)
     return build(config, commands.handled_types(specs), specs)
@@ -209,7 +218,7 @@ def _check_type(job, known_types, command_specs, fail):
 class ScheduleState:
     """One schedule in a running supervisor: the ticks up to done_until are handled."""
 
-    def __init__(self, schedule, now):
+    def __init__(self, schedule: Schedule, now: datetime) -> None:
         self.schedule = schedule
         latest = schedule.latest(now)
         self.catch_up_tick = latest if schedule.catch_up == "latest" else None
@@ -218,11 +227,11 @@ class ScheduleState:
               next_tick=iso(schedule.next_after(now)),
               catch_up_tick=self.catch_up_tick and iso(self.catch_up_tick))
 
-    def set_done_until(self, moment):
+    def set_done_until(self, moment: datetime) -> None:
         self.done_until = moment
         self.next_due = self.schedule.next_after(moment)
 
-    def run(self, now, enqueue):
+    def run(self, now: datetime, enqueue: Callable[[NewJob], Union[int, Literal[False]]]) -> bool:
         """Enqueue the due ticks; False when the database did not take one."""
         if self.next_due > now:
             return True
@@ -247,21 +256,22 @@ class Scheduler:
     """Supervisor observer: enqueues the due ticks of every schedule, on each pass
     of the main loop, through the supervisor's own database connection."""
 
-    def __init__(self, schedules, clock=time.time):
+    def __init__(self, schedules: Mapping[str, Schedule],
+                 clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.active = True
-        self.states = {}
+        self.states: dict[str, ScheduleState] = {}
         self.retry_at = 0.0           # monotonic; set while the database is away
         self._arm(schedules)
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: Any) -> "Scheduler":
         return cls(load(config))
 
-    def now(self):
+    def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), timezone.utc)
 
-    def _arm(self, schedules):
+    def _arm(self, schedules: Mapping[str, Schedule]) -> None:
         """Keep the state of unchanged schedules; new or changed ones start afresh."""
         now = self.now()
         self.states = {name: (self.states[name] if name in self.states
@@ -269,7 +279,7 @@ class Scheduler:
                               else ScheduleState(schedule, now))
                        for name, schedule in schedules.items()}
 
-    def notify(self, name, fields):
+    def notify(self, name: str, fields: Mapping[str, Any]) -> None:
         if name == "reloaded":
             try:
                 self._arm(load(fields["config"]))
@@ -278,7 +288,7 @@ class Scheduler:
         elif name == "stopping":
             self.active = False
 
-    def next_deadline(self):
+    def next_deadline(self) -> float:
         """The monotonic time the next tick is due (the loop wakes for it)."""
         if not self.active or not self.states:
             return math.inf
@@ -286,11 +296,11 @@ class Scheduler:
         wait = max(0.0, (due - self.now()).total_seconds())
         return max(time.monotonic() + wait, self.retry_at)
 
-    def tick(self, now, supervisor):
+    def tick(self, now: float, view: "SupervisorView") -> None:
         if not self.active or now < self.retry_at:
             return
         moment = self.now()
         for state in self.states.values():
-            if not state.run(moment, supervisor.upkeep.enqueue):
+            if not state.run(moment, view.enqueue):
                 self.retry_at = now + RETRY_INTERVAL
                 return

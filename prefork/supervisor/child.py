@@ -2,25 +2,29 @@
 database connection, run the worker loop, and tell the parent over a pipe what
 it holds, so the parent can hand the job back if the child dies.
 
-Messages are one JSON line each, well under PIPE_BUF, so writes are atomic.
+The messages are those of protocol.py; PipeListener turns the worker's reports
+into them.
 """
-import json
 import logging
 import os
 import signal
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
 
 import psutil
 
 from ..errors import UserError
+from ..jobs import Job, Lease
 from ..logs import error_class, event
 from ..observers.titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with_parent
 from ..store import driver_errors, open_store
 from ..wakeups.waker import Waker
 from ..worker.loop import Worker
+from . import protocol
+from .protocol import Outcome
 
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error
@@ -33,15 +37,15 @@ WAITING_REMINDER = 30.0
 @dataclass(frozen=True)
 class ChildSpec:
     slot: int
-    config: object
+    config: Any
     report_fd: int
     wake_fd: int         # the parent writes a byte here when work is ready
     parent_pid: int
-    process_id: object   # the supervisor's registry id, recorded with each claim
+    process_id: Optional[int]   # the supervisor's registry id, recorded with each claim
     max_items: int       # already jittered by the parent; 0 = no limit
 
 
-def run_child(spec):
+def run_child(spec: ChildSpec) -> None:
     """Child entry point; never returns."""
     code = FATAL_EXIT
     try:
@@ -52,13 +56,12 @@ def run_child(spec):
         os._exit(code)
 
 
-def _child_main(spec):
+def _child_main(spec: ChildSpec) -> int:
     _reset_signals()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
     if not die_with_parent(signal.SIGTERM, spec.parent_pid):
         return 0   # the parent died before the request took effect
     config = spec.config
-    reporter = Reporter(spec.report_fd)
     title = TitleTicker(spec.slot, config.queues)
     title.show("starting")
     try:
@@ -70,19 +73,14 @@ def _child_main(spec):
         return BOOT_FAILURE_EXIT
     started = time.monotonic()
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
-
-    def on_state(state, job=None, outcome=None):
-        if state not in ("held", "saved"):
-            title.show(state, job if state == "busy" else None)
-        if not reporter.send(_message(state, job, outcome)):
-            worker.request_stop()  # the parent is gone
-
-    worker = Worker(store, config, on_state=on_state, waker=Waker(extra_fd=spec.wake_fd),
+    pipe = PipeListener(spec.report_fd, title)
+    worker = Worker(store, config, pipe, waker=Waker(extra_fd=spec.wake_fd),
                     idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
                     supervised=True)
+    pipe.on_parent_gone = worker.request_stop
     signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
-    reporter.send({"e": "ready", "connection": _connection_id(store)})
+    pipe.send(protocol.Ready(_connection_id(store)))
     try:
         worker.run(max_jobs=spec.max_items or None,
                    should_retire=lambda: retire.reason(worker.processed))
@@ -94,7 +92,7 @@ def _child_main(spec):
         # Ask to be recycled, then idle until the parent says when: it lets
         # one child go at a time so the pool never recycles all at once.
         title.show(f"retiring {reason}")
-        reporter.send({"e": "retire", "reason": reason})
+        pipe.send(protocol.Retire(reason))
         while not worker.stopping:
             worker.waker.sleep(config.poll_interval)
     title.show("exiting")
@@ -102,25 +100,44 @@ def _child_main(spec):
     return 0
 
 
-def _message(state, job, outcome):
-    if state == "busy":
-        return {"e": "busy", "id": job.id, "token": job.lease_token, "type": job.type,
-                "queue": job.queue}
-    if state == "waiting":   # no job ready: wake me when there is one
-        return {"e": "waiting"}
-    if state == "held":      # claimed in a batch, not started: job is the list of them
-        return {"e": "held", "jobs": [[held.id, held.lease_token] for held in job]}
-    if state == "saved":     # the unsaved completions are written: job is the ids lost
-        return {"e": "saved", "lost": job}
-    return {"e": "idle", "outcome": outcome} if outcome else {"e": "idle"}
+class PipeListener:
+    """The worker's listener in a child: each report goes to the parent as a
+    protocol message, and what the worker does shows in the title."""
+
+    def __init__(self, fd: int, title: "TitleTicker") -> None:
+        self.fd = fd
+        self.title = title
+        self.on_parent_gone: Callable[[], None] = lambda: None   # set once the worker exists
+
+    def send(self, message: protocol.Message) -> None:
+        if not protocol.send(self.fd, message):
+            self.on_parent_gone()
+
+    def busy(self, job: Job) -> None:
+        self.title.show("busy", job)
+        self.send(protocol.Busy(job.lease, job.type, job.queue))
+
+    def held(self, leases: Sequence[Lease]) -> None:
+        self.send(protocol.Held(tuple(leases)))
+
+    def waiting(self) -> None:
+        self.title.show("idle")
+        self.send(protocol.Waiting())
+
+    def idle(self, outcome: Outcome) -> None:
+        self.title.show("idle")
+        self.send(protocol.Idle(outcome))
+
+    def saved(self, lost: Sequence[int]) -> None:
+        self.send(protocol.Saved(tuple(lost)))
 
 
-def _connection_id(store):
+def _connection_id(store: Any) -> Optional[int]:
     getter = getattr(store, "connection_id", None)
     return getter() if getter else None
 
 
-def _reset_signals():
+def _reset_signals() -> None:
     """Drop the parent's handlers, which would only record signals in our copy of it.
 
     The parent alone acts on PARENT_ONLY_SIGNALS (a terminal's Ctrl-C reaches the
@@ -134,32 +151,18 @@ def _reset_signals():
     signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
 
 
-class Reporter:
-    """The write end of the pipe to the parent."""
-
-    def __init__(self, fd):
-        self.fd = fd
-
-    def send(self, message):
-        """Write one message; False when the parent is gone."""
-        try:
-            os.write(self.fd, (json.dumps(message, separators=(",", ":")) + "\n").encode())
-            return True
-        except OSError:
-            return False
-
-
 class RetirePolicy:
     """Why this child should be recycled now, if it should: max-items or max-memory."""
 
-    def __init__(self, max_items, max_memory_mib, min_lifetime, started):
+    def __init__(self, max_items: int, max_memory_mib: int, min_lifetime: float,
+                 started: float) -> None:
         self.max_items = max_items
         self.max_memory_bytes = max_memory_mib * 1024 * 1024
         self.min_lifetime = min_lifetime
         self.started = started
         self.process = psutil.Process()
 
-    def reason(self, processed):
+    def reason(self, processed: int) -> Optional[str]:
         if self.max_items and processed >= self.max_items:
             return "max-items"
         if self.max_memory_bytes and time.monotonic() - self.started >= self.min_lifetime \
@@ -171,14 +174,15 @@ class RetirePolicy:
 class TitleTicker:
     """Keeps the child's title current; while busy, a thread refreshes the elapsed seconds."""
 
-    def __init__(self, slot, queues):
+    def __init__(self, slot: int, queues: Sequence[str]) -> None:
         self.slot, self.queues = slot, queues
-        self.job, self.busy_since = None, 0.0
+        self.job: Optional[Job] = None
+        self.busy_since = 0.0
+        self.state = ""
         self.lock = threading.Lock()
-        self.thread = None
+        self.thread: Optional[threading.Thread] = None
 
-    def show(self, state, job=None):
-        state = "idle" if state == "waiting" else state
+    def show(self, state: str, job: Optional[Job] = None) -> None:
         with self.lock:
             self.job, self.busy_since, self.state = job, time.monotonic(), state
         self._render()
@@ -186,12 +190,12 @@ class TitleTicker:
             self.thread = threading.Thread(target=self._tick, daemon=True)
             self.thread.start()
 
-    def _render(self):
+    def _render(self) -> None:
         with self.lock:
             set_title(worker_title(self.slot, self.queues, self.state, self.job,
                                    time.monotonic() - self.busy_since))
 
-    def _tick(self):
+    def _tick(self) -> None:
         while True:
             time.sleep(1.0)
             if self.job is not None:

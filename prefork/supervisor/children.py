@@ -1,85 +1,120 @@
 """The parent's record of each child: its pipes, what it holds, why it may be stopping."""
-import json
+import dataclasses
 import os
 import signal
 import time
+from dataclasses import dataclass
+from typing import Optional
+
+from ..jobs import Lease
+from . import protocol
+from .protocol import Outcome
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """The job a child said it runs."""
+    lease: Lease
+    type: str
+    queue: str
+    since: float   # monotonic: when the child said it started it
+
+
+@dataclass(frozen=True)
+class FinishedJob:
+    """A job a child ran to an outcome (unsaved: done, its completion not written yet)."""
+    job: RunningJob
+    outcome: Outcome
+    ended: float   # monotonic
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.job.since
+
+    def saved(self, completed: bool) -> "FinishedJob":
+        """This unsaved job once its completion is written: done, or lost."""
+        return dataclasses.replace(self, outcome=Outcome.DONE if completed else Outcome.LOST)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When we SIGKILL a child that has not exited by then, and what that means for its job."""
+    at: float        # monotonic
+    reason: str
+    charge: bool     # does the kill count against the job it holds?
 
 
 class ChildProcess:
-    def __init__(self, pid, slot, generation, read_fd, wake_fd):
+    def __init__(self, pid: int, slot: int, generation: int, read_fd: int, wake_fd: int) -> None:
         self.pid, self.slot, self.generation = pid, slot, generation
         self.read_fd, self.wake_fd = read_fd, wake_fd
+        self.reader = protocol.LineReader(read_fd)
         self.started = time.monotonic()
         self.started_wall = time.time()   # compared with restart requests
-        self.buffer = b""
         self.ready = False
         self.waiting = False        # idle, with no job ready when it last looked
-        self.job = None             # {"id", "token", "type", "since"} while busy
-        self.held = {}              # {job id: token} claimed in a batch, not started
-        # {job id: finished job} run to success, completion not yet written by the child
-        self.unsaved = {}
-        self.retire_reason = None   # the child asked to be recycled (max-items, max-memory)
-        self.stop_cause = None      # why we told it to stop; None while it is wanted
-        self.kill_reason = None     # why we killed it, if we did
+        self.job: Optional[RunningJob] = None
+        self.held: tuple[Lease, ...] = ()   # claimed in a batch, not started
+        # Run to success, completion not yet written by the child.
+        self.unsaved: dict[int, FinishedJob] = {}
+        self.retire_reason: Optional[str] = None  # asks to be recycled (max-items, max-memory)
+        self.stop_cause: Optional[str] = None     # why we told it to stop; None while wanted
+        self.kill_reason: Optional[str] = None    # why we killed it, if we did
         self.charge_job = True      # does its death count against the job it holds?
-        self.deadline = None        # (monotonic time, reason, charge): SIGKILL then
+        self.deadline: Optional[Deadline] = None
 
     @property
-    def stopping(self):
+    def stopping(self) -> bool:
         return self.stop_cause is not None
 
-    def read_messages(self):
-        """Decode complete lines from the pipe; returns them as dicts."""
-        try:
-            while True:
-                chunk = os.read(self.read_fd, 65536)
-                if not chunk:
-                    break
-                self.buffer += chunk
-        except BlockingIOError:
-            pass
-        *lines, self.buffer = self.buffer.split(b"\n")
-        return [json.loads(line) for line in lines if line]
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
 
-    def apply(self, message):
+    @property
+    def unsaved_since(self) -> float:
+        """When the oldest unsaved job ended (there must be one)."""
+        return min(finished.ended for finished in self.unsaved.values())
+
+    def read_messages(self) -> list[protocol.Message]:
+        return self.reader.read()
+
+    def apply(self, message: protocol.Message) -> list[FinishedJob]:
         """Update what we know from one message; returns the jobs it tells us are
-        finished (each the job's dict with its outcome and seconds), often none."""
-        kind = message["e"]
-        if kind == "ready":
-            self.ready = True
-        elif kind == "held":
-            self.held = dict(message["jobs"])
-        elif kind == "busy":
-            self.held.pop(message["id"], None)
-            self.waiting = False
-            self.job = {"id": message["id"], "token": message["token"], "type": message["type"],
-                        "queue": message["queue"], "since": time.monotonic()}
-        elif kind == "waiting":
-            self.waiting = True
-        elif kind == "idle":
-            return self._job_ended(message.get("outcome"))
-        elif kind == "saved":
-            lost = set(message["lost"])
-            saved = [dict(job, outcome="lost" if job_id in lost else "done")
-                     for job_id, job in self.unsaved.items()]
-            self.unsaved = {}
-            return saved
-        elif kind == "retire":
-            self.retire_reason = message["reason"]
+        finished, often none."""
+        match message:
+            case protocol.Ready():
+                self.ready = True
+            case protocol.Held(leases):
+                self.held = leases
+            case protocol.Busy(lease, job_type, queue):
+                self.held = tuple(held for held in self.held if held.job_id != lease.job_id)
+                self.waiting = False
+                self.job = RunningJob(lease, job_type, queue, time.monotonic())
+            case protocol.Waiting():
+                self.waiting = True
+            case protocol.Idle(outcome):
+                return self._job_ended(outcome)
+            case protocol.Saved(lost):
+                saved = [finished.saved(job_id not in lost)
+                         for job_id, finished in self.unsaved.items()]
+                self.unsaved = {}
+                return saved
+            case protocol.Retire(reason):
+                self.retire_reason = reason
         return []
 
-    def _job_ended(self, outcome):
-        finished, self.job = self.job, None
-        if not (finished and outcome):
+    def _job_ended(self, outcome: Outcome) -> list[FinishedJob]:
+        running, self.job = self.job, None
+        if running is None:   # a job given back before it started
             return []
-        ended = time.monotonic()
-        finished = dict(finished, seconds=ended - finished["since"], ended=ended)
-        if outcome == "unsaved":   # its outcome comes with the "saved" message
-            self.unsaved[finished["id"]] = finished
+        finished = FinishedJob(running, outcome, time.monotonic())
+        if outcome is Outcome.UNSAVED:   # its outcome comes with the Saved message
+            self.unsaved[running.lease.job_id] = finished
             return []
-        return [dict(finished, outcome=outcome)]
+        return [finished]
 
-    def wake(self):
+    def wake(self) -> None:
         """Tell a waiting child that work is ready."""
         self.waiting = False
         try:
@@ -87,18 +122,18 @@ class ChildProcess:
         except OSError:  # full (a wake-up is pending) or the child is gone
             pass
 
-    def send(self, signum):
+    def send(self, signum: int) -> None:
         try:
             os.kill(self.pid, signum)
         except ProcessLookupError:
             pass  # already gone: the reaper will see it
 
-    def close(self):
+    def close(self) -> None:
         os.close(self.read_fd)
         os.close(self.wake_fd)
 
 
-def describe_status(status):
+def describe_status(status: int) -> str:
     """A wait status as an operator reads it: SIGKILL, or exit code N."""
     if os.WIFSIGNALED(status):
         return signal.Signals(os.WTERMSIG(status)).name

@@ -9,43 +9,56 @@ import logging
 import os
 import socket
 import time
+from datetime import datetime
+from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, TypeVar, Union
 
 from .. import __version__
 from ..errors import UserError
+from ..jobs import Lease, NewJob
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
+from .children import RunningJob
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
 
+Result = TypeVar("Result")
+
+
+class HandBack(NamedTuple):
+    """A dead child's job, to return to the queue."""
+    lease: Lease
+    cause: str
+    charge: bool   # does the death count against the job?
+
 
 class Upkeep:
-    def __init__(self, config):
+    def __init__(self, config: Any) -> None:
         self.config = config
-        self.store = open_store(config)   # errors here stop the start, before any fork
+        self.store: Any = open_store(config)   # errors here stop the start, before any fork
         self.store.check_schema()
         self.retry_at = 0.0
-        self.pending_hand_backs = []
+        self.pending_hand_backs: list[HandBack] = []
         self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
-        self.process_id = None
+        self.process_id: Optional[int] = None
 
-    def reconfigure(self, config):
+    def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
             self.close()
         self.config = config
 
-    def connection_id(self):
+    def connection_id(self) -> Optional[int]:
         getter = getattr(self.store, "connection_id", None)
         return getter() if getter else None
 
     # -- duties --------------------------------------------------------------------
 
-    def ready_count(self, limit):
+    def ready_count(self, limit: int) -> int:
         """Jobs ready in our queues (at most limit); 0 when the database is away."""
         return self._with_store(lambda store: store.ready_count(self.config.queues, limit)) or 0
 
-    def queue_stats(self, queues):
+    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, dict[str, Any]]]:
         """Depth and oldest ready age of these queues (store.queue_stats); None when the
         database is away."""
         if not queues:
@@ -53,42 +66,43 @@ class Upkeep:
         stats = self._with_store(lambda store: store.queue_stats(queues))
         return None if stats is False else stats
 
-    def extend(self, leases):
+    def extend(self, leases: Sequence[Lease]) -> None:
         held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
         if held is not False and held < len(leases):
             event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
 
-    def complete(self, jobs, why):
-        """Complete a child's jobs that ran to success, [(id, job dict)], on its
-        behalf: the ids completed, or None when the database is away."""
+    def complete(self, jobs: Sequence[RunningJob], why: str) -> Optional[set[int]]:
+        """Complete a child's jobs that ran to success on its behalf: the ids
+        completed, or None when the database is away."""
         completed = self._with_store(lambda store: store.complete_many(
-            [(job_id, job["token"]) for job_id, job in jobs]))
+            [job.lease for job in jobs]))
         if completed is False:
             return None
-        for job_id, job in jobs:
-            event("job_completed_by_supervisor" if job_id in completed else "job_lease_lost",
-                  job_id=job_id, type=job["type"], why=why)
-        return completed
+        for job in jobs:
+            completed_now = job.lease.job_id in completed
+            event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
+                  job_id=job.lease.job_id, type=job.type, why=why)
+        return set(completed)
 
-    def hand_back(self, job, cause, charge):
+    def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:
         """Return a dead child's job; kept and retried while the database is away."""
-        self.pending_hand_backs.append((job["id"], job["token"], cause, charge))
+        self.pending_hand_backs.append(HandBack(lease, cause, charge))
         self.flush_hand_backs()
 
-    def flush_hand_backs(self):
+    def flush_hand_backs(self) -> None:
         policy = RetryPolicy.from_config(self.config)
         while self.pending_hand_backs:
-            job_id, token, cause, charge = self.pending_hand_backs[0]
+            lease, cause, charge = self.pending_hand_backs[0]
             status = self._with_store(lambda store: store.hand_back(
-                job_id, token, cause, policy, self.config.max_crashes, charge=charge))
+                lease.job_id, lease.token, cause, policy, self.config.max_crashes, charge=charge))
             if status is False:
                 return
             self.pending_hand_backs.pop(0)
             if status:
-                event("job_handed_back", job_id=job_id, status=status, cause=cause,
+                event("job_handed_back", job_id=lease.job_id, status=status, cause=cause,
                       charged=charge)
 
-    def recover_when_due(self, now):
+    def recover_when_due(self, now: float) -> None:
         """Return expired leases (a host that vanished) every half lease, at most 30 s."""
         if now < self.next_recover_at:
             return
@@ -97,19 +111,19 @@ class Upkeep:
         if recovered:
             event("leases_recovered", count=recovered)
 
-    def enqueue(self, new_job):
+    def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job (a schedule's tick); its id, or False when the database is away."""
         return self._with_store(lambda store: store.enqueue(new_job))
 
     # -- the registry and control of many hosts ---------------------------------------
 
-    def register(self, workers):
+    def register(self, workers: int) -> None:
         """Join the process registry (at start, and again after others pruned us)."""
         self.process_id = self.store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
         event("supervisor_registered", process_id=self.process_id)
 
-    def beat_when_due(self, now, workers, children_json):
+    def beat_when_due(self, now: float, workers: int, children_json: str) -> bool:
         """Heartbeat and prune silent supervisors. True when others had pruned us and
         we joined again under a new id: the caller must replace its children, whose
         claims carry the old one."""
@@ -128,7 +142,8 @@ class Upkeep:
         rejoined = self._with_store(lambda store: self.register(workers))
         return rejoined is not False
 
-    def control_when_due(self, now):
+    def control_when_due(self, now: float
+                         ) -> Optional[tuple[datetime, Optional[datetime], Any]]:
         """(database now, restart request or None, paused queues) every poll interval,
         else None."""
         if now < self.next_control_at:
@@ -137,13 +152,13 @@ class Upkeep:
         state = self._with_store(lambda store: store.control_state(socket.gethostname()))
         return state or None
 
-    def leave(self):
+    def leave(self) -> None:
         """Mark us stopped in the registry after a clean drain."""
         self._with_store(lambda store: store.stop_process(self.process_id))
 
     # -- the connection ------------------------------------------------------------------
 
-    def _with_store(self, action):
+    def _with_store(self, action: Callable[[Any], Result]) -> Union[Result, Literal[False]]:
         """Run action(store); False when the database is away."""
         if self.store is None:
             if time.monotonic() < self.retry_at:
@@ -163,13 +178,13 @@ class Upkeep:
             self.retry_at = time.monotonic() + RETRY_INTERVAL
             return False
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: forget the connection without ending the parent's session."""
         if self.store is not None:
             self.store.abandon()
             self.store = None
 
-    def close(self):
+    def close(self) -> None:
         if self.store is not None:
             self.store.close()
             self.store = None

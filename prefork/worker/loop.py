@@ -9,11 +9,14 @@ import signal
 import time
 from collections import deque
 from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
 from ..errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
+from ..jobs import Job, Lease
 from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
+from ..supervisor.protocol import Outcome
 from ..wakeups.waker import Waker
 
 FIRST_IDLE_SLEEP = 0.05
@@ -22,11 +25,61 @@ FIRST_IDLE_SLEEP = 0.05
 # a time, so that a batch never makes siblings idle while its jobs wait.
 HOLD_BUDGET = 0.05
 JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
+SHORTEST_JOB_TIME = 1e-4   # seconds: bounds the batch a run of instant jobs asks for
+
+
+def batch_size(job_seconds: float, claim_batch: int, left: Optional[int] = None) -> int:
+    """How many jobs to claim at once: as many as fit the hold budget at the recent
+    job time, within claim_batch and what is left to run (None: no limit); at least one."""
+    size = int(HOLD_BUDGET / max(job_seconds, SHORTEST_JOB_TIME))
+    if left is not None:
+        size = min(size, left)
+    return max(1, min(claim_batch, size))
+
+
+class WorkerListener(Protocol):
+    """What a worker reports as it goes, so that its owner can mirror it (the
+    supervisor's child: its title and the pipe to the parent)."""
+
+    def busy(self, job: Job) -> None:
+        """About to run this job (reported first: the parent must know what we run)."""
+
+    def held(self, leases: Sequence[Lease]) -> None:
+        """Claimed in a batch and not started: the whole list, replacing the last one."""
+
+    def waiting(self) -> None:
+        """No job ready: about to sleep until woken (or to say so again)."""
+
+    def idle(self, outcome: Outcome) -> None:
+        """The job just run ended with this outcome."""
+
+    def saved(self, lost: Sequence[int]) -> None:
+        """The unsaved completions were written; these job ids had lost their lease."""
+
+
+class QuietListener:
+    """The listener of a worker nobody watches (`prefork-queue work`)."""
+
+    def busy(self, job: Job) -> None:
+        pass
+
+    def held(self, leases: Sequence[Lease]) -> None:
+        pass
+
+    def waiting(self) -> None:
+        pass
+
+    def idle(self, outcome: Outcome) -> None:
+        pass
+
+    def saved(self, lost: Sequence[int]) -> None:
+        pass
 
 
 class Worker:
-    def __init__(self, store, config, on_state=None, waker=None, idle_sleeps=None,
-                 process_id=None, supervised=False):
+    def __init__(self, store: Any, config: Any, listener: Optional[WorkerListener] = None,
+                 waker: Optional[Waker] = None, idle_sleeps: Optional[tuple[float, float]] = None,
+                 process_id: Optional[int] = None, supervised: bool = False) -> None:
         self.store = store
         self.config = config
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
@@ -45,81 +98,78 @@ class Worker:
         self.stopping = False
         self.running_handler = False
         self.processed = 0
-        self.held = deque()             # claimed in a batch, not started yet
+        self.held: deque[Job] = deque()   # claimed in a batch, not started yet
         # Ran to success, completion not yet written: a batch's completions are
         # written together, with its last job's (and the next claim).
-        self.unsaved = []               # [(job, seconds it ran)]
+        self.unsaved: list[tuple[Job, float]] = []   # (job, seconds it ran)
         self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
-        self.claim_cap = None           # at most this many jobs left to run (None: no cap)
-        # on_state(state, job, outcome): lets the owner mirror what we do
-        # (titles, the parent's pipe). outcome is set when a job just ended.
-        self.on_state = on_state or (lambda state, job=None, outcome=None: None)
+        self.claim_cap: Optional[int] = None   # at most this many jobs to run (None: no cap)
+        self.listener: WorkerListener = listener or QuietListener()
 
-    def request_stop(self):
+    def request_stop(self) -> None:
         """Finish the current job, then stop. Safe to call from a signal handler."""
         self.stopping = True
         self.waker.wake()
 
-    def request_quick_stop(self):
+    def request_quick_stop(self) -> None:
         """Stop now: a running handler is interrupted and its job released unused.
         Safe to call from a signal handler (that is where QuickStop is raised)."""
         self.request_stop()
         if self.running_handler:
             raise QuickStop()
 
-    def run(self, once=False, stop_when_empty=False, max_jobs=None, should_retire=None):
+    def run(self, once: bool = False, stop_when_empty: bool = False,
+            max_jobs: Optional[int] = None,
+            should_retire: Optional[Callable[[], object]] = None) -> int:
         """Work until stopped, or per the mode; returns the number of jobs processed.
 
         should_retire(), when given, is asked after each job; a truthy answer
         ends the loop (the child uses it for max-items and max-memory).
         """
-        def enough():
+        def enough() -> bool:
             return once or bool(max_jobs and self.processed >= max_jobs) \
                 or bool(should_retire and should_retire())
 
-        def chain_next():
+        def chain_next() -> bool:
             return not (self.stopping or enough())
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
         idle_sleep = self.idle_sleeps[0]
-        job, queue_empty = None, False
+        job: Optional[Job] = None
+        queue_empty = False
         while not self.stopping:
             if job is None and not queue_empty:
                 job = self.claim_next()
             if job is None:
                 if once or stop_when_empty:
                     break
-                self.on_state("waiting")
+                self.listener.waiting()
                 woken = self.waker.sleep(idle_sleep)
                 idle_sleep = min(idle_sleep * 2, self.idle_sleeps[1])
                 queue_empty = self.supervised and not woken
                 continue
             idle_sleep = self.idle_sleeps[0]
             outcome, job, queue_empty = self.process(job, chain_next)
-            self.on_state("idle", None, outcome)
+            self.listener.idle(outcome)
             if job is None and enough():
                 break
         self.release_held()
         event("worker_stopped", processed=self.processed, worker=self.identity)
         return self.processed
 
-    def claim_next(self):
+    def claim_next(self) -> Optional[Job]:
         if self.held:
             return self.held.popleft()
         return self.take(self.store.claim(self.config.queues, self.identity,
                                           self.config.lease_seconds, limit=self.batch_size(),
                                           process_id=self.process_id))
 
-    def batch_size(self):
-        """How many jobs to claim at once: as many as fit the hold budget at the
-        recent job time, within claim_batch and what is left to run."""
-        size = int(HOLD_BUDGET / max(self.job_seconds, 1e-4))
-        if self.claim_cap is not None:
-            size = min(size, self.claim_cap - self.processed)
-        return max(1, min(self.config.claim_batch, size))
+    def batch_size(self) -> int:
+        left = None if self.claim_cap is None else self.claim_cap - self.processed
+        return batch_size(self.job_seconds, self.config.claim_batch, left)
 
-    def take(self, jobs):
+    def take(self, jobs: Sequence[Job]) -> Optional[Job]:
         """The first claimed job; the others are held, and the owner told about them
         (the parent extends their leases and gives them back should we die)."""
         if not jobs:
@@ -127,10 +177,10 @@ class Worker:
         first, *rest = jobs
         if rest:
             self.held.extend(rest)
-            self.on_state("held", list(self.held))
+            self.listener.held([job.lease for job in self.held])
         return first
 
-    def release_held(self):
+    def release_held(self) -> None:
         """Write the completions not yet saved, then give back claimed, unstarted
         jobs with their attempts restored."""
         if self.unsaved:
@@ -139,9 +189,9 @@ class Worker:
             return
         while self.held:
             self.give_back(self.held.popleft(), "claim_released")
-        self.on_state("held", [])
+        self.listener.held([])
 
-    def save_completions(self, completed_ids):
+    def save_completions(self, completed_ids: Sequence[int]) -> None:
         """Log the outcome of the unsaved completions just written (the ids in
         completed_ids were completed, the others' leases lost) and tell the owner."""
         lost = [job.id for job, _ in self.unsaved if job.id not in completed_ids]
@@ -151,18 +201,18 @@ class Worker:
             else:
                 self.lease_lost(job)
         self.unsaved = []
-        self.on_state("saved", lost)
+        self.listener.saved(lost)
 
     @staticmethod
-    def leases(unsaved, job=None):
-        jobs = [done for done, _ in unsaved] + ([job] if job else [])
-        return [(done.id, done.lease_token) for done in jobs]
+    def leases(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:
+        """The leases of the unsaved jobs, and of job when given."""
+        return [done.lease for done, _ in unsaved] + ([job.lease] if job else [])
 
     @staticmethod
-    def log_completed(job, seconds):
+    def log_completed(job: Job, seconds: float) -> None:
         event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
-    def give_back(self, job, event_name, **fields):
+    def give_back(self, job: Job, event_name: str, **fields: Any) -> bool:
         """Release an unstarted (or interrupted) job, its attempt restored; False
         when it is no longer ours."""
         if not self.store.release(job):
@@ -170,10 +220,11 @@ class Worker:
         event(event_name, job_id=job.id, type=job.type, **fields)
         return True
 
-    def process(self, job, chain_next=lambda: False):
+    def process(self, job: Job, chain_next: Callable[[], bool] = lambda: False
+                ) -> tuple[Outcome, Optional[Job], bool]:
         """Run one claimed job to its recorded outcome: done, retry, dead, lost or
         released, or unsaved (done, its completion to be written with the batch's
-        last job's; reported later, by a "saved" state).
+        last job's; reported later, by listener.saved()).
 
         Returns (outcome, next job, queue found empty). When the job succeeds
         and chain_next() agrees, its completion also claims the next jobs, in
@@ -182,9 +233,9 @@ class Worker:
         if self.stopping:
             # The stop won the race with the claim: give the job back unrun.
             self.give_back(job, "claim_released_on_shutdown")
-            return "released", None, False
+            return Outcome.RELEASED, None, False
         self.processed += 1
-        self.on_state("busy", job)   # first: the parent must know what we run
+        self.listener.busy(job)   # first: the parent must know what we run
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         started = time.monotonic()
         try:
@@ -197,14 +248,15 @@ class Worker:
         self.time_job(started)
         if job.finished:
             self.log_completed(job, time.monotonic() - started)
-            return "done", None, False
+            return Outcome.DONE, None, False
         if self.held and self.supervised:
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
-            return "unsaved", None, False
+            return Outcome.UNSAVED, None, False
         return self.complete_batch(job, started, not self.held and chain_next())
 
-    def complete_batch(self, job, started, claim_next):
+    def complete_batch(self, job: Job, started: float, claim_next: bool
+                       ) -> tuple[Outcome, Optional[Job], bool]:
         """Write the completions of the batch's jobs and this (its last) one, with
         the next claim in the same round trip and commit when claim_next."""
         leases = self.leases(self.unsaved, job)
@@ -221,9 +273,9 @@ class Worker:
         if job.id not in completed:
             return self.lease_lost(job), next_job, queue_empty
         self.log_completed(job, time.monotonic() - started)
-        return "done", next_job, queue_empty
+        return Outcome.DONE, next_job, queue_empty
 
-    def time_job(self, started):
+    def time_job(self, started: float) -> None:
         """Fold the job's time into the running average. After a job slower than
         the hold budget, held jobs are given back: siblings may take them now
         instead of after our next slow job."""
@@ -232,7 +284,7 @@ class Worker:
         if seconds > HOLD_BUDGET:
             self.release_held()
 
-    def record_handler_error(self, job, exc):
+    def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
         if isinstance(exc, LeaseLost):
             return self.lease_lost(job)
         if isinstance(exc, (RejectedJob, JobTimeout, CommandFailed)):  # our own messages
@@ -240,7 +292,7 @@ class Worker:
         return self.record_failure(job, error_class(exc),
                                    permanent=isinstance(exc, PermanentError))
 
-    def run_handler(self, job):
+    def run_handler(self, job: Job) -> None:
         handler = registry.lookup(job.type)
         if handler is None:
             raise RejectedJob("unknown job type")
@@ -253,38 +305,38 @@ class Worker:
         finally:
             self.running_handler = False
 
-    def release_interrupted(self, job):
+    def release_interrupted(self, job: Job) -> Outcome:
         if job.finished:
-            return "done"
+            return Outcome.DONE
         if self.give_back(job, "claim_released_on_shutdown", interrupted=True):
-            return "released"
+            return Outcome.RELEASED
         return self.lease_lost(job)
 
-    def record_failure(self, job, error, permanent):
+    def record_failure(self, job: Job, error: str, permanent: bool) -> Outcome:
         decision = self.policy.decide(job.attempt, job.max_attempts, permanent)
         if not self.store.fail(job, error, decision):
             return self.lease_lost(job)
         if decision.dead:
             event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error)
-            return "dead"
+            return Outcome.DEAD
         event("job_failed", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
               retry_in_s=round(decision.delay, 3))
-        return "retry"
+        return Outcome.RETRY
 
     @staticmethod
-    def lease_lost(job):
+    def lease_lost(job: Job) -> Outcome:
         event("job_lease_lost", job_id=job.id, type=job.type)
-        return "lost"
+        return Outcome.LOST
 
 
 @contextmanager
-def soft_deadline(seconds):
+def soft_deadline(seconds: Optional[float]) -> Iterator[None]:
     """Raise JobTimeout in this (main) thread if the block runs longer than `seconds`."""
     if not seconds:
         yield
         return
 
-    def expire(signum, frame):
+    def expire(signum: int, frame: object) -> None:
         raise JobTimeout(f"soft timeout after {seconds:g}s")
 
     previous = signal.signal(signal.SIGALRM, expire)

@@ -1,0 +1,71 @@
+"""The leases the children hold, kept by the parent: extended while jobs run,
+handed back when a child dies, and the completions a child has not written
+yet written on its behalf (write-behind).
+
+Functions of the children and the parent's Upkeep; each returns the jobs it
+finished, for the loop to count and tell the observers.
+"""
+from typing import Iterable, Optional
+
+from ..jobs import Lease
+from .children import ChildProcess, FinishedJob
+from .decisions import lease_extension_due, write_behind_due
+from .upkeep import Upkeep
+
+
+def extend(upkeep: Upkeep, children: Iterable[ChildProcess], now: float,
+           lease_seconds: float) -> None:
+    """Extend the leases that need it: jobs running for a third of the lease, and
+    every held or unsaved one (those wait behind others, however fast they are)."""
+    leases: list[Lease] = []
+    for child in children:
+        if child.job and lease_extension_due(child.job.since, now, lease_seconds):
+            leases.append(child.job.lease)
+        leases += child.held
+        leases += [finished.job.lease for finished in child.unsaved.values()]
+    if leases:
+        upkeep.extend(leases)
+
+
+def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[list[FinishedJob]]:
+    """Write the completions the child has not written yet: those jobs ran to
+    success. The jobs, done or lost; None when the database is away."""
+    unsaved = list(child.unsaved.values())
+    completed = upkeep.complete([finished.job for finished in unsaved], why)
+    if completed is None:
+        return None
+    child.unsaved = {}
+    return [finished.saved(finished.job.lease.job_id in completed) for finished in unsaved]
+
+
+def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],
+                           now: float) -> list[FinishedJob]:
+    """A child writes a batch's completions with the batch's last job. When a
+    slow job holds that up, we write them, so done jobs read done soon."""
+    written: list[FinishedJob] = []
+    for child in children:
+        if child.unsaved and write_behind_due(child.unsaved_since, now):
+            written += write_unsaved(upkeep, child, "its worker is busy with a slower job") or []
+    return written
+
+
+def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[FinishedJob]:
+    """After a child's death: its running job goes back (charged unless we said
+    otherwise), its held jobs too (never started: not their fault), and its
+    unsaved completions are written (or, with the database away, their jobs go
+    back to run again). Returns the unsaved jobs written."""
+    if child.job is not None:
+        upkeep.hand_back(child.job.lease, cause, child.charge_job)
+        child.job = None
+    for lease in child.held:
+        upkeep.hand_back(lease, f"{cause} before it started", False)
+    child.held = ()
+    if not child.unsaved:
+        return []
+    written = write_unsaved(upkeep, child, "its worker died")
+    if written is not None:
+        return written
+    for finished in child.unsaved.values():   # ran, but unrecorded: they run again
+        upkeep.hand_back(finished.job.lease, f"{cause} before its completion was written", False)
+    child.unsaved = {}
+    return []

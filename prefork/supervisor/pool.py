@@ -1,0 +1,151 @@
+"""The pool of children: fork them, reap them, stop or kill them, keep their
+number at the target, replace them one at a time (reload, restart, recycling),
+and back off when they fail to start.
+
+What to do is decided in decisions.py; this module does it.
+"""
+import json
+import logging
+import os
+import random
+import signal
+import time
+from typing import Any, Callable, Iterator, Optional
+
+from .. import registry
+from ..logs import event
+from ..process_signals import BLOCKED_ACROSS_FORK
+from . import child as child_module, decisions
+from .children import ChildProcess, Deadline
+
+
+class Pool:
+    def __init__(self, config: Any, forget_parent: Callable[[], None]) -> None:
+        self.config = config
+        # In a new child, right after fork: drop the parent's resources besides ours.
+        self.forget_parent = forget_parent
+        self.children: dict[int, ChildProcess] = {}
+        self.generation = 0           # children of an older one are replaced
+        self.restart_failures = 0     # failed starts in a row
+        self.next_spawn_at = 0.0
+
+    # -- who is who ----------------------------------------------------------------
+
+    def wanted(self) -> list[ChildProcess]:
+        return [c for c in self.children.values() if not c.stopping]
+
+    def waiting(self) -> list[ChildProcess]:
+        return [c for c in self.children.values() if c.waiting and not c.stopping]
+
+    def probing(self) -> bool:
+        """A trial child is starting after failed starts: wait for its verdict."""
+        return bool(self.restart_failures) and any(not c.ready for c in self.wanted())
+
+    def describe(self, now: float) -> str:
+        """What each child does, as JSON for the registry (and `prefork-queue status`)."""
+        return json.dumps([
+            {"pid": c.pid, "slot": c.slot,
+             "state": "stopping" if c.stopping else "busy" if c.job else "idle",
+             "job_id": c.job and c.job.lease.job_id, "type": c.job and c.job.type,
+             "seconds": c.job and round(now - c.job.since, 1)}
+            for c in sorted(self.children.values(), key=lambda c: c.slot)])
+
+    # -- spawn and reap --------------------------------------------------------------
+
+    def spawn(self, process_id: Optional[int]) -> None:
+        slot = self._free_slot()
+        read_fd, write_fd = os.pipe()           # child -> parent: what it does
+        wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
+        max_items = self.config.max_items
+        if max_items:
+            max_items += random.randint(0, self.config.max_items_jitter)
+        spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
+                                      process_id, max_items)
+        # Hold signals across fork: one arriving before the child has reset its
+        # handlers would run our handler in the child's copy of us and be lost.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
+        pid = os.fork()
+        if pid == 0:
+            for other in self.children.values():
+                other.close()
+            self.forget_parent()
+            child_module.run_child(spec)   # never returns; unblocks once its handlers are set
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(write_fd)
+        os.close(wake_read_fd)
+        os.set_blocking(read_fd, False)
+        os.set_blocking(wake_fd, False)
+        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd, wake_fd)
+        event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
+
+    def _free_slot(self) -> int:
+        used = {c.slot for c in self.children.values() if not c.stopping}
+        return next(slot for slot in range(1, len(used) + 2) if slot not in used)
+
+    def reap(self) -> Iterator[tuple[ChildProcess, int]]:
+        """The children that exited, each with its wait status, taken out of the pool."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            child = self.children.pop(pid, None)
+            if child is not None:
+                yield child, status
+
+    def back_off_restarts(self, cause: str) -> None:
+        self.restart_failures += 1
+        delay = decisions.restart_backoff(self.restart_failures, self.config.restart_backoff_cap)
+        self.next_spawn_at = time.monotonic() + delay
+        event("restart_backoff", level=logging.WARNING, failures=self.restart_failures,
+              wait_s=round(delay, 2), reason=f"children fail at start ({cause})")
+
+    # -- stop and kill -----------------------------------------------------------------
+
+    def stop(self, child: ChildProcess, cause: str) -> None:
+        """Ask a child to finish its job and exit (SIGTERM); after graceful_timeout it is
+        killed and its job handed back without using an attempt."""
+        if child.stop_cause is None:
+            child.stop_cause = cause
+            child.deadline = Deadline(time.monotonic() + self.config.graceful_timeout,
+                                      "graceful timeout", False)
+        child.send(signal.SIGTERM)
+
+    def kill(self, child: ChildProcess, reason: str, signum: int = signal.SIGKILL,
+             charge: bool = True) -> None:
+        """Stop a child now. charge: does this count against the job it holds?"""
+        child.stop_cause = child.stop_cause or reason
+        child.kill_reason, child.charge_job = reason, charge
+        child.send(signum)
+
+    def enforce_deadlines(self, now: float) -> None:
+        """Kill the children past their stop deadline or their job's hard timeout."""
+        for child in list(self.children.values()):
+            if child.deadline and now >= child.deadline.at:
+                deadline, child.deadline = child.deadline, None
+                self.kill(child, deadline.reason, charge=deadline.charge)
+            elif child.job and not child.kill_reason:
+                _, hard = registry.timeouts(child.job.type, self.config)
+                if decisions.hard_timeout_due(child.job.since, now, hard):
+                    self.kill(child, f"hard timeout after {hard:g}s")
+
+    # -- keeping the pool -----------------------------------------------------------------
+
+    def manage(self, target: int, process_id: Optional[int]) -> None:
+        """Stop the extras, replace one child that should go, start the missing."""
+        for extra in decisions.extras(self.wanted(), target):
+            self.stop(extra, "scale down")
+        replaced = decisions.next_replacement(list(self.children.values()), self.generation)
+        if replaced is not None:
+            self.stop(replaced, replaced.retire_reason or "reload")
+        missing = target - len(self.wanted())
+        if missing > 0 and time.monotonic() >= self.next_spawn_at and not self.probing():
+            # After a failed start, probe with one child until one comes up.
+            for _ in range(1 if self.restart_failures else missing):
+                self.spawn(process_id)
+
+    def wake_waiting(self, jobs: int) -> None:
+        for child in self.waiting()[:jobs]:
+            child.wake()

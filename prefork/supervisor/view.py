@@ -1,0 +1,40 @@
+"""What the observers see of the supervisor: observers.SupervisorView, and no more."""
+from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence, Union
+
+from ..jobs import NewJob
+
+if TYPE_CHECKING:
+    from .loop import Supervisor
+
+
+class ObservedSupervisor:
+    """The supervisor as its observers see it (implements observers.SupervisorView)."""
+
+    def __init__(self, supervisor: "Supervisor") -> None:
+        self._supervisor = supervisor
+
+    @property
+    def queues(self) -> Sequence[str]:
+        return self._supervisor.config.queues
+
+    @property
+    def title(self) -> Optional[str]:
+        return self._supervisor.title
+
+    @property
+    def workers_alive(self) -> int:
+        return len(self._supervisor.pool.wanted())
+
+    @property
+    def workers_target(self) -> int:
+        return self._supervisor.target
+
+    def running_jobs(self) -> list[tuple[str, str]]:
+        return [(child.job.queue, child.job.type)
+                for child in self._supervisor.children.values() if child.job]
+
+    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, dict[str, Any]]]:
+        return self._supervisor.upkeep.queue_stats(queues)
+
+    def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
+        return self._supervisor.upkeep.enqueue(new_job)
