@@ -61,3 +61,10 @@ def preexec_die_with_parent(signum: int = signal.SIGKILL,
         if os.getppid() != parent_pid:   # the parent died before the request took effect
             os._exit(1)
     return prepare
+
+
+def block_stop_signals() -> None:
+    """For a launcher's preexec_fn: the supervisor it starts begins with its stop signals
+    blocked, so one sent before the interpreter runs our first line waits instead of
+    killing it; the supervisor unblocks them once it catches them (supervisor/startup.py)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)

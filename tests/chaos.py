@@ -313,6 +313,11 @@ class CommandServer:
 class Supervisor(SupervisorProcess):
     """The tests' supervisor process (tests/harness.py), with what the soak asks of it."""
 
+    # The soak stops a supervisor at any moment, also within milliseconds of starting
+    # it (the quiet one, when the chaos left nothing to do): before the interpreter has
+    # run our first line, only a blocked signal waits for the supervisor to catch it.
+    block_stop_signals_at_start = True
+
     def __init__(self, workdir, name, dsn, args, environ):
         super().__init__(Path(workdir), dsn, *args, env=environ, name=name, cwd=ROOT)
 

@@ -12,13 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import psutil
 
 from ..config import SETTINGS, Config
 from ..errors import UserError
-from ..process_signals import die_with_parent, preexec_die_with_parent
+from ..process_signals import block_stop_signals, die_with_parent, preexec_die_with_parent
 from ..store.mysql.bench import textbook_loop
 
 START_TIMEOUT = 60.0
@@ -53,6 +53,10 @@ class SupervisorProcess:
     stdout and stderr appended to `log_path`. It gets SIGTERM should its starter die;
     stop() drains it, kill() ends the whole session at once."""
 
+    # Start with the stop signals blocked (see block_stop_signals): for a launcher
+    # that may stop the supervisor within milliseconds of starting it.
+    block_stop_signals_at_start = False
+
     def __init__(self, args: Sequence[str], env: Mapping[str, str], log_path: Path,
                  label: str = "the supervisor", cwd: Optional[Path] = None) -> None:
         self.command = [sys.executable, "-m", "prefork", "run", *args]
@@ -64,7 +68,11 @@ class SupervisorProcess:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
                                          start_new_session=True,
-                                         preexec_fn=preexec_die_with_parent(signal.SIGTERM))
+                                         preexec_fn=preexec_die_with_parent(
+                                             signal.SIGTERM, then=self._prepare_signals()))
+
+    def _prepare_signals(self) -> Optional[Callable[[], None]]:
+        return block_stop_signals if self.block_stop_signals_at_start else None
 
     @property
     def pid(self) -> int:
