@@ -13,6 +13,7 @@ An observer (the Observer protocol) has three methods:
 from typing import Any, Literal, Mapping, Optional, Protocol, Sequence, Union
 
 from ..jobs import NewJob
+from ..store.contract import QueueFigures
 from .metrics import Metrics
 from .schedules import Scheduler
 from .sdnotify import SystemdNotifier
@@ -41,7 +42,7 @@ class SupervisorView(Protocol):
     def running_jobs(self) -> list[tuple[str, str]]:
         """(queue, type) of each job the children run now."""
 
-    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, dict[str, Any]]]:
+    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         """Depth and oldest ready age of these queues (Store.queue_stats); None when
         the database is away. A query: call it seldom."""
 

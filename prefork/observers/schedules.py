@@ -33,7 +33,7 @@ import math
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Collection, Literal, Mapping, Optional, Union
 
 from croniter import CroniterError, croniter
 
@@ -52,6 +52,8 @@ SLACK = timedelta(seconds=2)          # a tick stays due this long after the nex
 RETRY_INTERVAL = 1.0                  # seconds between tries while the database is away
 JUST_BEFORE = timedelta(microseconds=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+Fail = Callable[[str], UserError]   # the section's error with this text, to raise
 
 
 def iso(moment: datetime) -> str:
@@ -137,18 +139,19 @@ def load(config: Any) -> dict[str, Schedule]:
     return build(config, commands.handled_types(specs), specs)
 
 
-def build(config, known_types, command_specs):
+def build(config: Any, known_types: Collection[str],
+          command_specs: Mapping[str, commands.CommandSpec]) -> dict[str, Schedule]:
     """{name: Schedule} of the config's [schedule:*] sections; UserError on the first problem."""
     schedules = {}
     for name, keys in sorted(config.named("schedule").items()):
-        def fail(text, name=name):
+        def fail(text: str, name: str = name) -> UserError:
             return commands.section_error(config, "schedule", name, text)
         schedules[name] = _parse(name, keys, config, fail)
         _check_type(schedules[name].job, known_types, command_specs, fail)
     return schedules
 
 
-def _parse(name, keys, config, fail):
+def _parse(name: str, keys: Mapping[str, str], config: Any, fail: Fail) -> Schedule:
     if not NAME_PATTERN.match(name):
         raise fail("invalid schedule name: use 1-128 of A-Z a-z 0-9 _ . -")
     unknown = sorted(set(keys) - set(KEYS))
@@ -171,7 +174,7 @@ def _parse(name, keys, config, fail):
     return Schedule(name, job, cron, every, catch_up)
 
 
-def _parse_timing(keys, fail):
+def _parse_timing(keys: Mapping[str, str], fail: Fail) -> tuple[Optional[str], Optional[int]]:
     cron, every = keys.get("cron"), keys.get("every")
     if (cron is None) == (every is None):
         raise fail("give exactly one of cron (5 fields, UTC) or every (seconds)")
@@ -184,6 +187,7 @@ def _parse_timing(keys, fail):
         except CroniterError:
             raise fail(f"cron expression {cron!r} matches no date") from None
         return " ".join(cron.split()), None
+    assert every is not None   # exactly one of the two is given (checked above)
     try:
         seconds = int(every)
     except ValueError:
@@ -193,7 +197,7 @@ def _parse_timing(keys, fail):
     return None, seconds
 
 
-def _parse_int(keys, key, default, fail):
+def _parse_int(keys: Mapping[str, str], key: str, default: int, fail: Fail) -> int:
     if key not in keys:
         return default
     try:
@@ -202,7 +206,8 @@ def _parse_int(keys, key, default, fail):
         raise fail(f"{key} must be a whole number, got {keys[key]!r}") from None
 
 
-def _check_type(job, known_types, command_specs, fail):
+def _check_type(job: NewJob, known_types: Collection[str],
+                command_specs: Mapping[str, commands.CommandSpec], fail: Fail) -> None:
     if job.type not in known_types:
         raise fail(f"job type {job.type!r} has no handler (--app module or [command:...] section)")
     spec = command_specs.get(job.type)

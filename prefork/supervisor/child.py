@@ -41,7 +41,7 @@ class ChildSpec:
     report_fd: int
     wake_fd: int         # the parent writes a byte here when work is ready
     parent_pid: int
-    process_id: Optional[int]   # the supervisor's registry id, recorded with each claim
+    process_id: int      # the supervisor's registry id, recorded with each claim
     max_items: int       # already jittered by the parent; 0 = no limit
 
 

@@ -82,7 +82,7 @@ def to_restart(children: Sequence[Child], requested_at: datetime, database_now: 
 
 def restart_backoff(failures: int, cap: float) -> float:
     """Seconds to wait before the next start after `failures` failed ones in a row."""
-    return min(cap, FIRST_RESTART_BACKOFF * 2 ** (failures - 1))
+    return min(cap, FIRST_RESTART_BACKOFF * 2.0 ** (failures - 1))
 
 
 def hard_timeout_due(since: float, now: float, hard_timeout: Optional[float]) -> bool:

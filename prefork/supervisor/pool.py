@@ -10,7 +10,7 @@ import os
 import random
 import signal
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 from .. import registry
 from ..logs import event
@@ -52,7 +52,7 @@ class Pool:
 
     # -- spawn and reap --------------------------------------------------------------
 
-    def spawn(self, process_id: Optional[int]) -> None:
+    def spawn(self, process_id: int) -> None:
         slot = self._free_slot()
         read_fd, write_fd = os.pipe()           # child -> parent: what it does
         wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
@@ -133,7 +133,7 @@ class Pool:
 
     # -- keeping the pool -----------------------------------------------------------------
 
-    def manage(self, target: int, process_id: Optional[int]) -> None:
+    def manage(self, target: int, process_id: int) -> None:
         """Stop the extras, replace one child that should go, start the missing."""
         for extra in decisions.extras(self.wanted(), target):
             self.stop(extra, "scale down")

@@ -18,6 +18,7 @@ from ..jobs import Lease, NewJob
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
+from ..store.contract import QueueFigures, Store
 from .children import RunningJob
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
@@ -36,12 +37,13 @@ class HandBack(NamedTuple):
 class Upkeep:
     def __init__(self, config: Any) -> None:
         self.config = config
-        self.store: Any = open_store(config)   # errors here stop the start, before any fork
-        self.store.check_schema()
+        store = open_store(config)   # errors here stop the start, before any fork
+        store.check_schema()
+        self.store: Optional[Store] = store   # None while the database is away
         self.retry_at = 0.0
         self.pending_hand_backs: list[HandBack] = []
         self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
-        self.process_id: Optional[int] = None
+        self.process_id = 0   # our id in the process registry once registered (ids start at 1)
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -58,7 +60,7 @@ class Upkeep:
         """Jobs ready in our queues (at most limit); 0 when the database is away."""
         return self._with_store(lambda store: store.ready_count(self.config.queues, limit)) or 0
 
-    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, dict[str, Any]]]:
+    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         """Depth and oldest ready age of these queues (store.queue_stats); None when the
         database is away."""
         if not queues:
@@ -118,8 +120,13 @@ class Upkeep:
     # -- the registry and control of many hosts ---------------------------------------
 
     def register(self, workers: int) -> None:
+        """Join the process registry at start; errors here stop the start."""
+        assert self.store is not None, "connected when constructed"
+        self._join(self.store, workers)
+
+    def _join(self, store: Store, workers: int) -> None:
         """Join the process registry (at start, and again after others pruned us)."""
-        self.process_id = self.store.register_process(
+        self.process_id = store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
         event("supervisor_registered", process_id=self.process_id)
 
@@ -139,7 +146,7 @@ class Upkeep:
         if beat != "pruned":
             return False
         event("supervisor_rejoined", level=logging.WARNING, old_process_id=self.process_id)
-        rejoined = self._with_store(lambda store: self.register(workers))
+        rejoined = self._with_store(lambda store: self._join(store, workers))
         return rejoined is not False
 
     def control_when_due(self, now: float
@@ -158,7 +165,7 @@ class Upkeep:
 
     # -- the connection ------------------------------------------------------------------
 
-    def _with_store(self, action: Callable[[Any], Result]) -> Union[Result, Literal[False]]:
+    def _with_store(self, action: Callable[[Store], Result]) -> Union[Result, Literal[False]]:
         """Run action(store); False when the database is away."""
         if self.store is None:
             if time.monotonic() < self.retry_at:

@@ -1,7 +1,8 @@
 """What the observers see of the supervisor: observers.SupervisorView, and no more."""
-from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union
 
 from ..jobs import NewJob
+from ..store.contract import QueueFigures
 
 if TYPE_CHECKING:
     from .loop import Supervisor
@@ -33,7 +34,7 @@ class ObservedSupervisor:
         return [(child.job.queue, child.job.type)
                 for child in self._supervisor.children.values() if child.job]
 
-    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, dict[str, Any]]]:
+    def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         return self._supervisor.upkeep.queue_stats(queues)
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
