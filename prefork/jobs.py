@@ -30,6 +30,19 @@ class JobStatus(enum.StrEnum):
     DEAD = "dead"
 
 
+class Outcome(str, enum.Enum):
+    """How a job run by a worker ended, as the worker recorded it."""
+    DONE = "done"            # completed under its lease
+    RETRY = "retry"          # failed, will run again later
+    DEAD = "dead"            # failed for good
+    LOST = "lost"            # the lease was lost: another worker owns the job now
+    RELEASED = "released"    # given back unfinished, its attempt restored (a stop)
+    UNSAVED = "unsaved"      # done, its completion to be written with its batch's last
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Lease(NamedTuple):
     """A claim on one job: whoever holds the token may finish the job while the lease lives."""
     job_id: int

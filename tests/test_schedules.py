@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import run_cli, wait_until
-from harness import supervisor_starter
+from harness import assert_never_logged, supervisor_starter
 
 from prefork import config as config_module
 from prefork.errors import UserError
@@ -256,7 +256,8 @@ def test_run_refuses_a_bad_schedule_in_one_line_before_forking(tmp_path, migrate
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and "[schedule:ghost]" in errors[0] and complaint in errors[0]
-    assert "worker_spawned" not in result.stderr and "supervisor_started" not in result.stderr
+    assert_never_logged(result.stderr, "worker_spawned")
+    assert_never_logged(result.stderr, "supervisor_started")
 
 
 def test_sighup_refuses_a_bad_schedule_then_applies_a_good_one(supervisors, clean_db):

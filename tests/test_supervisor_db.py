@@ -10,7 +10,6 @@ import signal
 import time
 from datetime import datetime
 
-import pytest
 from conftest import run_cli, wait_until
 from harness import SupervisorProcess, wait_gone
 from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)

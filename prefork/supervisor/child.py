@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import psutil
 
 from ..errors import UserError
-from ..jobs import Job, Lease
+from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event
 from ..observers.titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with_parent
@@ -24,7 +24,6 @@ from ..store import driver_errors, open_store
 from ..wakeups.waker import Waker
 from ..worker.loop import Worker
 from . import protocol
-from .protocol import Outcome
 
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error

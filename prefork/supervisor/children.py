@@ -6,9 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from ..jobs import Lease
+from ..jobs import Lease, Outcome
 from . import protocol
-from .protocol import Outcome
 
 
 @dataclass(frozen=True)

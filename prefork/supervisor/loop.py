@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from .. import config as config_module, logs, observers, registry
 from ..errors import UserError
+from ..jobs import Outcome
 from ..logs import event
 from ..observers import schedules
 from ..observers.titles import master_title, set_title
@@ -33,7 +34,7 @@ from ..wakeups.waker import Waker
 from . import child as child_module, decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
 from .pool import Pool
-from .protocol import Outcome, Ready
+from .protocol import Ready
 from .upkeep import Upkeep
 from .view import ObservedSupervisor
 

@@ -20,23 +20,10 @@ import select
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional, Sequence, Union
 
-from ..jobs import Lease
+from ..jobs import Lease, Outcome
 
 PIPE_BUF = select.PIPE_BUF
 READ_SIZE = 65536
-
-
-class Outcome(str, enum.Enum):
-    """How a job run by a worker ended, as the worker recorded it."""
-    DONE = "done"            # completed under its lease
-    RETRY = "retry"          # failed, will run again later
-    DEAD = "dead"            # failed for good
-    LOST = "lost"            # the lease was lost: another worker owns the job now
-    RELEASED = "released"    # given back unfinished, its attempt restored (a stop)
-    UNSAVED = "unsaved"      # done, its completion to be written with its batch's last
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class Kind(str, enum.Enum):

@@ -13,10 +13,9 @@ from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
 from ..errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
-from ..jobs import Job, Lease
+from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
-from ..supervisor.protocol import Outcome
 from ..wakeups.waker import Waker
 
 FIRST_IDLE_SLEEP = 0.05

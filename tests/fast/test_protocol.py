@@ -7,9 +7,9 @@ import select
 import pytest
 
 from prefork.config import MAX_CLAIM_BATCH
-from prefork.jobs import Lease
+from prefork.jobs import Lease, Outcome
 from prefork.supervisor import protocol
-from prefork.supervisor.protocol import Kind, Outcome
+from prefork.supervisor.protocol import Kind
 
 LARGEST_ID = 2 ** 64 - 1   # BIGINT UNSIGNED
 TOKEN_LENGTH = len(secrets.token_hex(16))   # as the stores make them

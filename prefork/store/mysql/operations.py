@@ -4,8 +4,8 @@ named in queries.py.
 
 Every time is the server's UTC_TIMESTAMP(6), so hosts with skewed clocks agree.
 """
-from collections.abc import Sequence
 import functools
+from collections.abc import Sequence
 from datetime import datetime
 
 from ...jobs import JobStatus
