@@ -13,6 +13,7 @@ child said over protocol.py's pipe), leases.py (extension, hand-backs,
 write-behind), upkeep.py (the parent's database work), decisions.py (the
 rules, pure), view.py (what the observers see).
 """
+import enum
 import gc
 import logging
 import os
@@ -42,6 +43,13 @@ QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKI
 TICK = 1.0                     # longest sleep of the main loop
 
 
+class Phase(enum.Enum):
+    """The supervisor's life: running, then a graceful drain or a quick stop."""
+    RUNNING = "running"
+    DRAINING = "draining"     # SIGTERM or SIGINT: children finish their jobs
+    QUITTING = "quitting"     # SIGQUIT or a second SIGINT: jobs released unused
+
+
 class Supervisor:
     def __init__(self, config: Any, flags: Any) -> None:
         self.config = config
@@ -50,7 +58,7 @@ class Supervisor:
         self.pool = Pool(config, forget_parent=self._forget_parent_resources)
         self.waker = Waker()
         self.pending_signals: list[int] = []
-        self.state = "running"        # running -> draining | quitting
+        self.state = Phase.RUNNING
         self.upkeep: Any = None       # an Upkeep once run() has connected
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
@@ -80,7 +88,7 @@ class Supervisor:
         # Objects imported so far are never collected in the children, so
         # their pages stay shared copy-on-write instead of being dirtied by gc.
         gc.freeze()
-        while self.state == "running" or self.children:
+        while self.state is Phase.RUNNING or self.children:
             self._dispatch_signals()
             self._reap()
             self._manage()
@@ -88,7 +96,7 @@ class Supervisor:
             self._update_title()
             for observer in self.observers:
                 observer.tick(time.monotonic(), self.view)
-            if self.state != "running" and not self.children:
+            if self.state is not Phase.RUNNING and not self.children:
                 break
             self._wait()
         self.upkeep.flush_hand_backs()
@@ -136,7 +144,7 @@ class Supervisor:
         deadlines += [c.deadline.at for c in self.children.values() if c.deadline]
         deadlines += [c.unsaved_since + decisions.WRITE_BEHIND_AFTER
                       for c in self.children.values() if c.unsaved]
-        if self.state == "running" and len(self.pool.wanted()) < self.target \
+        if self.state is Phase.RUNNING and len(self.pool.wanted()) < self.target \
                 and not self.pool.probing():
             deadlines.append(self.pool.next_spawn_at)
         if self.pool.waiting():
@@ -149,7 +157,7 @@ class Supervisor:
         self._begin_drain("SIGTERM")
 
     def handle_sigint(self) -> None:
-        if self.state == "running":
+        if self.state is Phase.RUNNING:
             self._begin_drain("SIGINT")
         else:
             self._quick_stop("second SIGINT")
@@ -225,7 +233,7 @@ class Supervisor:
             self.pool.back_off_restarts(status_text)
 
     def _manage(self) -> None:
-        if self.state == "running":
+        if self.state is Phase.RUNNING:
             self.pool.manage(self.target, self.upkeep.process_id)
 
     # -- periodic work -------------------------------------------------------------
@@ -268,9 +276,9 @@ class Supervisor:
     # -- stopping and reloading -------------------------------------------------------
 
     def _begin_drain(self, why: str) -> None:
-        if self.state != "running":
+        if self.state is not Phase.RUNNING:
             return
-        self.state = "draining"
+        self.state = Phase.DRAINING
         event("supervisor_stopping", signal=why, mode="graceful",
               graceful_timeout_s=self.config.graceful_timeout)
         self._notify("stopping", mode="graceful")
@@ -278,9 +286,9 @@ class Supervisor:
             self.pool.stop(child, "shutdown")
 
     def _quick_stop(self, why: str) -> None:
-        if self.state == "quitting":
+        if self.state is Phase.QUITTING:
             return
-        self.state = "quitting"
+        self.state = Phase.QUITTING
         event("supervisor_stopping", signal=why, mode="quick")
         self._notify("stopping", mode="quick")
         deadline = time.monotonic() + QUICK_STOP_GRACE
@@ -310,7 +318,7 @@ class Supervisor:
             observer.notify(name, fields)
 
     def _update_title(self) -> None:
-        note = {"draining": "draining", "quitting": "stopping"}.get(self.state, "")
+        note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")
         if not note and self.pool.restart_failures:
             note = f"restart backoff {max(0, self.pool.next_spawn_at - time.monotonic()):.0f}s"
         title = master_title(self.config.queues, len(self.pool.wanted()), self.target,
