@@ -11,9 +11,18 @@ from typing import Any, ContextManager, NamedTuple, Protocol
 
 from .errors import RejectedJob, UserError
 
-JOB_TYPE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-QUEUE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+# \A and \Z, not ^ and $: "$" also matches before a final newline, and a queue named
+# "default\n" is one no worker claims. Callers use fullmatch; the anchors keep a .match() right.
+JOB_TYPE_PATTERN = re.compile(r"\A[A-Za-z0-9_.:-]{1,128}\Z")
+QUEUE_PATTERN = re.compile(r"\A[A-Za-z0-9_.:-]{1,64}\Z")
 MAX_KEY_LENGTH = 191
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")   # C0, DEL and C1
+MAX_PAYLOAD_DEPTH = 64   # levels of objects and arrays; deeper ones are refused at enqueue
+TOO_DEEP = "payload nested too deep"
+TOO_DEEP_TO_ENQUEUE = f"{TOO_DEEP}: more than {MAX_PAYLOAD_DEPTH} levels of objects and arrays"
+# A JSON string (escapes included), and the brackets that open and close a level.
+JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+JSON_BRACKET = re.compile(r"[\[\]{}]")
 PRIORITY_RANGE = (-32768, 32767)
 MAX_DELAY = 100 * 366 * 86400      # seconds; also keeps available_at inside DATETIME
 MAX_ATTEMPTS_LIMIT = 2 ** 32 - 1   # the column is INT UNSIGNED
@@ -93,6 +102,8 @@ class Job:
             raise RejectedJob("oversized payload")
         try:
             payload = json.loads(self.payload_text)
+        except RecursionError:   # nested past the interpreter's stack: no retry reads it
+            raise RejectedJob(TOO_DEEP) from None
         except ValueError:
             raise RejectedJob("malformed payload") from None
         if not isinstance(payload, dict):
@@ -115,36 +126,80 @@ class NewJob:
 
 
 def encode_payload(payload: Payload, max_bytes: int) -> str:
-    """The payload as compact JSON text; UserError when it is not a JSON object or too big."""
+    """The payload as compact JSON text; UserError when it is not a JSON object, too big,
+    nested too deep or not encodable as UTF-8."""
     if isinstance(payload, (str, bytes)):
-        try:
-            payload = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"invalid JSON payload: {exc.msg} at position {exc.pos}") from None
-        except UnicodeDecodeError:   # bytes that are not UTF-8 (or -16, -32) text
-            raise UserError("invalid JSON payload: not UTF-8 text") from None
+        payload = _parse_json_payload(payload)
     if not isinstance(payload, dict):
         raise UserError("payload must be a JSON object")
     try:
         text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise UserError(TOO_DEEP_TO_ENQUEUE) from None
     except (TypeError, ValueError) as exc:
         raise UserError(f"payload is not JSON-serializable: {exc}") from None
-    size = len(text.encode("utf-8"))
+    size = len(_utf8(text, "payload"))
     if size > max_bytes:
         raise UserError(f"payload is {size} bytes, over the limit of {max_bytes} (max_payload_bytes)")
+    if json_depth(text) > MAX_PAYLOAD_DEPTH:
+        raise UserError(TOO_DEEP_TO_ENQUEUE)
     return text
+
+
+def _parse_json_payload(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"invalid JSON payload: {exc.msg} at position {exc.pos}") from None
+    except UnicodeDecodeError:   # bytes that are not UTF-8 (or -16, -32) text
+        raise UserError("invalid JSON payload: not UTF-8 text") from None
+    except RecursionError:       # deeper than the parser's stack, far past the limit
+        raise UserError(TOO_DEEP_TO_ENQUEUE) from None
+
+
+def json_depth(text: str) -> int:
+    """How many levels of objects and arrays JSON text nests, counted without recursion
+    (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for bracket in JSON_BRACKET.findall(JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _utf8(text: str, what: str) -> bytes:
+    """The text as UTF-8; a lone surrogate (from a "\\udc80" escape or an undecodable
+    argv byte) cannot be stored by either backend, so it is refused here, not at insert."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{what} is not valid Unicode text (a lone surrogate)") from None
+
+
+def check_key(key: object) -> None:
+    """An idempotency key both backends store and compare alike."""
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH:
+        raise UserError(f"idempotency key must be 1-{MAX_KEY_LENGTH} characters")
+    if CONTROL_CHARACTER.search(key):
+        raise UserError("idempotency key must not contain control characters")
+    if key != key.strip():
+        # MariaDB's utf8mb4_bin ignores trailing spaces in comparisons, SQLite does not:
+        # "invoice-7 " would be the same job as "invoice-7" on one backend only.
+        raise UserError("idempotency key must not begin or end with whitespace")
+    _utf8(key, "idempotency key")
 
 
 def new_job(job_type: str, payload: Payload = None, *, queue: str = "default",
             key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
             priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> NewJob:
-    """Validate enqueue arguments; any problem is a one-line UserError."""
-    if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.match(job_type):
+    """Validate enqueue arguments; any problem is a one-line UserError. Whatever passes
+    is insertable on either backend (a file of jobs is checked whole before any insert)."""
+    if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
         raise UserError(f"invalid job type {job_type!r}: use 1-128 of A-Z a-z 0-9 _ . : -")
-    if not isinstance(queue, str) or not QUEUE_PATTERN.match(queue):
+    if not isinstance(queue, str) or not QUEUE_PATTERN.fullmatch(queue):
         raise UserError(f"invalid queue name {queue!r}: use 1-64 of A-Z a-z 0-9 _ . : -")
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH):
-        raise UserError(f"idempotency key must be 1-{MAX_KEY_LENGTH} characters")
+    if key is not None:
+        check_key(key)
     if not isinstance(delay, (int, float)) or not 0 <= delay <= MAX_DELAY:  # also NaN and inf
         raise UserError(f"delay must be a number of seconds from 0 to {MAX_DELAY} (100 years)")
     if not isinstance(priority, int) or not PRIORITY_RANGE[0] <= priority <= PRIORITY_RANGE[1]:

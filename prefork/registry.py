@@ -30,7 +30,7 @@ def handler(job_type: str, soft_timeout: float | None = None,
     exception schedules a retry with backoff. soft_timeout / hard_timeout
     (seconds) override the configured ones for this job type.
     """
-    if not JOB_TYPE_PATTERN.match(job_type or ""):
+    if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
         raise ValueError(f"invalid job type name: {job_type!r}")
 
     def register(func: HandlerT) -> HandlerT:

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Optional
 from .. import logs, registry
 from ..config import Config
 from ..errors import UserError
-from ..jobs import NewJob, new_job
+from ..jobs import TOO_DEEP_TO_ENQUEUE, NewJob, new_job
 from ..progress import Progress
 from ..store import driver_errors
 from .exit_codes import ExitCode
@@ -78,23 +78,30 @@ def check_job_types(job_types: Iterable[str], config: Config) -> None:
 
 
 def read_jobs_file(path: str, config: Config) -> list[NewJob]:
-    """Validate every line before anything is written: a bad line changes nothing."""
+    """Validate every line before anything is written: a bad line changes nothing.
+
+    The validated jobs are held in memory (about the size of the file), so that the
+    file is read once and what is inserted is exactly what was checked."""
     jobs = []
     try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    jobs.append(_job_from_line(line, f"{path}:{number}", config))
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if raw.strip():
+                    jobs.append(_job_from_line(raw, f"{path}:{number}", config))
     except OSError as exc:
         raise UserError(f"cannot read {path!r}: {exc.strerror}") from None
     return jobs
 
 
-def _job_from_line(line: str, where: str, config: Config) -> NewJob:
+def _job_from_line(raw: bytes, where: str, config: Config) -> NewJob:
     try:
-        fields: Any = json.loads(line)
+        fields: Any = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{where}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{where}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise UserError(f"{where}: {TOO_DEEP_TO_ENQUEUE}") from None
     if not isinstance(fields, dict) or "type" not in fields:
         raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
     unknown = set(fields) - JOB_LINE_FIELDS

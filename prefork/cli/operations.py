@@ -18,14 +18,14 @@ if TYPE_CHECKING:
     from ..store.contract import Store
 
 ALL_HOSTS = "*"
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 PRUNE_BATCH = 1000
 
 
 def duration(text: str) -> float:
     """7d, 12h, 30m, 90s, 2w -> seconds."""
-    match = DURATION.match(text.strip())
+    match = DURATION.fullmatch(text.strip())
     if not match:
         raise argparse.ArgumentTypeError(f"not a duration like 7d, 12h, 30m or 90s: {text!r}")
     return float(match.group(1)) * UNIT_SECONDS[match.group(2)]
@@ -43,7 +43,7 @@ def utc_time(text: str) -> datetime:
 
 
 def queue_name(text: str) -> str:
-    if not QUEUE_PATTERN.match(text):
+    if not QUEUE_PATTERN.fullmatch(text):
         raise argparse.ArgumentTypeError(f"invalid queue name {text!r}")
     return text
 
