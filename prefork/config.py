@@ -7,8 +7,10 @@ flag and never printed unmasked.
 import configparser
 import math
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .errors import UserError
 
@@ -23,6 +25,7 @@ Sections = dict[tuple[str, str], dict[str, str]]
 # A batch's jobs travel in one statement and in one message to the parent,
 # which must stay under PIPE_BUF (4096 bytes) to be written whole.
 MAX_CLAIM_BATCH = 64
+MASK = "********"
 
 
 def _positive_int(text: str) -> int:
@@ -62,6 +65,12 @@ def _positive_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError("must be a finite number")
     return value
+
+
+def _boolean(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return text.strip().lower() == "true"
 
 
 def _word_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
@@ -106,8 +115,13 @@ SETTINGS: list[Setting] = [
             "database", metavar="URL"),
     Setting("db_password", str, None, "Database password; environment only "
             "(PREFORK_QUEUE_DB_PASSWORD), never a flag.", "database", secret=True, flag=False),
-    Setting("db_password_file", str, None, "File whose first line is the database password.",
+    Setting("db_password_file", str, None, "File whose first line is the database password "
+            "(mode 0600 or stricter, see db_password_file_mode_check).",
             "database", metavar="PATH"),
+    Setting("db_password_file_mode_check", _boolean, True, "Refuse a db_password_file that "
+            "its group or others may access (as ssh and libpq do); false for a secret mount "
+            "you cannot make 0600 (e.g. a 0444 container secret).", "database",
+            metavar="true|false"),
     Setting("connect_timeout", _positive_float, 5.0, "Seconds to wait for a database connection.",
             "database", metavar="S"),
     Setting("read_timeout", _positive_float, 30.0, "Seconds to wait for a database reply.",
@@ -222,11 +236,11 @@ class Config:
         for setting in SETTINGS:
             value = self._values[setting.name]
             if setting.secret and value:
-                shown = "********"
-            elif isinstance(value, list):
-                shown = ",".join(value)
+                shown = MASK
+            elif setting.name == "dsn" and value:
+                shown = masked_dsn(value)
             else:
-                shown = "" if value is None else str(value)
+                shown = _shown(value)
             rows.append((setting.name, shown, self._sources[setting.name]))
         return rows
 
@@ -235,13 +249,45 @@ class Config:
         if self.db_password:
             return str(self.db_password)
         if self.db_password_file:
-            try:
-                with open(self.db_password_file, encoding="utf-8") as handle:
-                    return handle.readline().rstrip("\r\n")
-            except OSError as exc:
-                raise UserError(f"cannot read db_password_file {self.db_password_file!r}: "
-                                f"{exc.strerror}") from None
+            return self._password_from_file(self.db_password_file)
         return None
+
+    def _password_from_file(self, path: str) -> str:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if self.db_password_file_mode_check:
+                    _check_private(path, os.fstat(handle.fileno()).st_mode)
+                return handle.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise UserError(f"cannot read db_password_file {path!r}: {exc.strerror}") from None
+        except UnicodeDecodeError:   # its message would show the password's bytes
+            raise UserError(f"db_password_file {path!r} is not UTF-8") from None
+
+
+def _check_private(path: str, mode: int) -> None:
+    """Refuse a password file others could read, or could have written: checked on the
+    mode bits, since reading them as root would succeed whatever they say."""
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise UserError(f"db_password_file {path!r} is accessible to its group or others "
+                        f"(mode {stat.S_IMODE(mode):04o}): chmod 600 it, or set "
+                        f"db_password_file_mode_check = false")
+
+
+def masked_dsn(dsn: str) -> str:
+    """The DSN with any password in it masked: given after a ':' in the user part,
+    or hidden in an encoded user name (`root%3Asecret`), which shows as MASK whole."""
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:   # malformed (e.g. an unclosed "["): shown not at all
+        return MASK
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at:
+        return dsn
+    user, colon, _ = userinfo.partition(":")
+    if ":" in unquote(user):
+        user = MASK
+    shown_userinfo = f"{user}:{MASK}" if colon else user
+    return urlunsplit(parts._replace(netloc=f"{shown_userinfo}@{hostport}"))
 
 
 def _parse(setting: Setting, raw: str, where: str) -> Any:
@@ -260,10 +306,13 @@ def read_file(path: str) -> tuple[dict[str, str], Sections]:
     """
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        with open(path, encoding="utf-8") as handle:
-            parser.read_file(handle)
+        with open(path, "rb") as handle:
+            # Decoded whole, so that an error's offset is the file's, not a chunk's.
+            parser.read_string(handle.read().decode("utf-8"), source=path)
     except OSError as exc:
         raise UserError(f"cannot read config file {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"config file {path!r} is not UTF-8: byte offset {exc.start}") from None
     except configparser.Error as exc:
         first_line = str(exc).splitlines()[0]
         raise UserError(f"config file {path!r} is not valid: {first_line}") from None
@@ -311,10 +360,13 @@ def load(flags: Optional[Mapping[str, Optional[str]]] = None, path: Optional[str
     return Config(values, sources, path, sections)
 
 
-def _shown_default(setting: Setting) -> str:
-    if isinstance(setting.default, list):
-        return ",".join(setting.default)
-    return "" if setting.default is None else str(setting.default)
+def _shown(value: Any) -> str:
+    """A setting's value as it is written in the config file."""
+    if isinstance(value, list):
+        return ",".join(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "" if value is None else str(value)
 
 
 def settings_table() -> str:
@@ -323,7 +375,7 @@ def settings_table() -> str:
     for setting in SETTINGS:
         flag = f"`{setting.flag_name}`" if setting.flag else "(none)"
         rows.append(f"| {flag} | `{setting.env_name}` / `{setting.name}` | "
-                    f"{_shown_default(setting) or '-'} | {setting.help} |")
+                    f"{_shown(setting.default) or '-'} | {setting.help} |")
     return "\n".join(rows) + "\n"
 
 
@@ -340,5 +392,5 @@ def example_file() -> str:
             lines += ["", f"# --- {section} ---"]
         lines.append(f"# {setting.help}")
         if not setting.secret:
-            lines.append(f"# {setting.name} = {_shown_default(setting)}")
+            lines.append(f"# {setting.name} = {_shown(setting.default)}")
     return "\n".join(lines) + "\n"

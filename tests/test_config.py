@@ -114,6 +114,14 @@ def test_bad_config_file_is_a_one_line_error(tmp_path, text, words):
     assert_refused(run_cli("config", "--config", path), *words)
 
 
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_the_byte_offset(tmp_path):
+    path = tmp_path / "latin1.conf"
+    path.write_bytes("[prefork-queue]\nworkers = 3\n# caf\u00e9\n".encode("latin-1"))
+    result = run_cli("config", "--config", str(path))
+    assert_refused(result, str(path), "not UTF-8", "byte offset 33")
+    assert "caf" not in result.stderr
+
+
 def test_missing_config_file_is_a_one_line_error(tmp_path):
     missing = str(tmp_path / "nope.ini")
     assert_refused(run_cli("config", "--config", missing), "cannot read config file",
@@ -165,6 +173,7 @@ def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
 def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
     password_file = tmp_path / "pw"
     password_file.write_text(PASSWORD + "\nsecond line ignored\n")
+    password_file.chmod(0o600)
     from_file = config.load({"db_password_file": str(password_file)}, environ={})
     assert from_file.password() == PASSWORD
     from_env = config.load({"db_password_file": str(password_file)},
@@ -175,6 +184,16 @@ def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
     missing = config.load({"db_password_file": str(tmp_path / "none")}, environ={})
     with pytest.raises(UserError, match="cannot read db_password_file"):
         missing.password()
+
+
+def test_a_password_file_that_is_not_utf8_is_refused_without_its_content(tmp_path):
+    password_file = tmp_path / "pw"
+    password_file.write_bytes(b"caf\xe9-" + PASSWORD.encode() + b"\n")
+    password_file.chmod(0o600)
+    with pytest.raises(UserError) as refused:
+        config.load({"db_password_file": str(password_file)}, environ={}).password()
+    assert "not UTF-8" in str(refused.value)
+    assert "caf" not in str(refused.value) and "xe9" not in str(refused.value)
 
 
 # --- invalid values ---------------------------------------------------------------------------
@@ -192,6 +211,7 @@ def test_password_comes_from_env_or_file_and_is_masked(tmp_path):
     (["--log-format", "xml"], {}, ["log_format", "json"]),
     (["--max-payload-bytes", "-5"], {}, ["max_payload_bytes"]),
     (["--claim-batch", "65"], {}, ["claim_batch", "at most 64"]),
+    (["--db-password-file-mode-check", "no"], {}, ["db_password_file_mode_check", "true or false"]),
     ([], {"PREFORK_QUEUE_MAX_ATTEMPTS": "abc"}, ["PREFORK_QUEUE_MAX_ATTEMPTS", "max_attempts"]),
     ([], {"PREFORK_QUEUE_POLL_INTERVAL": ""}, ["PREFORK_QUEUE_POLL_INTERVAL", "poll_interval"]),
     (["--no-such-setting", "1"], {}, ["unrecognized arguments", "--no-such-setting"]),

@@ -212,6 +212,48 @@ def test_first_open_creates_the_file_with_its_schema_in_wal_mode(tmp_path, monke
         conn.close()
 
 
+@contextmanager
+def umask(mask):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def file_modes(path):
+    """{suffix: permission bits} of the database file, its -wal and its -shm."""
+    return {suffix: os.stat(f"{path}{suffix}").st_mode & 0o777 for suffix in ("", "-wal", "-shm")}
+
+
+def test_a_new_database_file_and_its_wal_and_shm_are_private_whatever_the_umask(tmp_path):
+    path = tmp_path / "private.db"
+    with umask(0o022):
+        store = open_store(sqlite_config(f"sqlite:///{path}"))
+        try:
+            store.enqueue(new_job("noop", payload={"card": "4111"}))   # the WAL holds it now
+            assert file_modes(path) == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
+        finally:
+            store.close()
+    cli_made = tmp_path / "cli.db"
+    enqueued = run_cli("enqueue", "noop", dsn=f"sqlite:///{cli_made}")
+    assert enqueued.returncode == 0, enqueued.stderr
+    assert os.stat(cli_made).st_mode & 0o777 == 0o600
+
+
+def test_an_existing_database_file_keeps_its_mode(tmp_path):
+    path = tmp_path / "shared.db"
+    path.touch()
+    path.chmod(0o640)   # the operator's choice, e.g. a group that reads the queue
+    with umask(0o022):
+        store = open_store(sqlite_config(f"sqlite:///{path}"))
+        try:
+            store.enqueue(new_job("noop"))
+            assert file_modes(path) == {"": 0o640, "-wal": 0o640, "-shm": 0o640}
+        finally:
+            store.close()
+
+
 def test_a_missing_directory_is_named_in_one_line(tmp_path):
     with pytest.raises(DatabaseUnavailable, match="no directory"):
         open_store(sqlite_config(f"sqlite:///{tmp_path}/missing/queue.db"))

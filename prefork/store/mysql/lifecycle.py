@@ -93,6 +93,8 @@ class MySQLLifeCycle(MySQLSession):
 
     @contextmanager
     def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
+        # The handler gets our cursor: no statements stacked after an injected ';'.
+        self._multi_statements(False)
         with self._transaction() as cursor:
             if cursor.execute(LOCK_FOR_COMPLETION, job.lease) != 1:
                 raise LeaseLost(f"job {job.id}: lease lost before completion")

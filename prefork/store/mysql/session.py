@@ -2,14 +2,15 @@
 and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
 import random
+import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT, ER
+from pymysql.constants import CLIENT, COMMAND, ER
 
 from ...config import Config
 from ...errors import DatabaseUnavailable, UserError
@@ -18,6 +19,8 @@ from .queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CONTENTION_RETRIES = 5
+# COM_SET_OPTION's two options (MySQL and MariaDB client/server protocol).
+MULTI_STATEMENTS_ON, MULTI_STATEMENTS_OFF = 0, 1
 
 Row = tuple[Any, ...]
 Result = TypeVar("Result")
@@ -31,6 +34,12 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
     if parts.password is not None:
         raise UserError("bad DSN: it must not contain a password; set PREFORK_QUEUE_DB_PASSWORD "
                         "or db_password_file")
+    user = unquote(parts.username or "root")
+    if ":" in user:   # an encoded colon: a password smuggled past the check above
+        raise UserError("bad DSN: the user name must not contain ':' (encoded or not); set "
+                        "the password in PREFORK_QUEUE_DB_PASSWORD or db_password_file")
+    if not user.isprintable():
+        raise UserError("bad DSN: the user name must not contain control characters")
     database = unquote(parts.path.lstrip("/"))
     if not database or "/" in database:
         raise UserError("bad DSN: name the database, e.g. mysql://user@127.0.0.1:3306/jobs")
@@ -43,7 +52,7 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
     if unknown:
         raise UserError(f"bad DSN: unknown option {sorted(unknown)[0]!r}")
     return {"host": parts.hostname or "127.0.0.1", "port": port,
-            "user": unquote(parts.username or "root"), "database": database,
+            "user": user, "database": database,
             "unix_socket": options.get("unix_socket")}
 
 
@@ -65,6 +74,7 @@ def connect(config: Config, dsn_args: dict[str, Any],
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
     transactions bounded by a lease. Connection failures are one-line errors."""
+    _check_sendable(password)
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
         # every value in them is still a bound parameter.
@@ -82,6 +92,26 @@ def connect(config: Config, dsn_args: dict[str, Any],
         reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
         raise DatabaseUnavailable(f"cannot connect to {redacted(dsn_args)}: {reason}") from None
     return conn
+
+
+def _check_sendable(password: str | None) -> None:
+    """PyMySQL sends a password as Latin-1, and its error for any other character
+    quotes that character: refuse it here, without a word of the password."""
+    try:
+        (password or "").encode("latin-1")
+    except UnicodeEncodeError:
+        raise UserError("the database password has a character outside Latin-1, which "
+                        "the driver (PyMySQL) cannot send") from None
+
+
+def set_multi_statements(conn: pymysql.connections.Connection, enabled: bool) -> None:
+    """Let the server take several statements in one query, or refuse them, for the
+    rest of this session: COM_SET_OPTION, one round trip. PyMySQL has no method
+    for it; its reply is an EOF packet, or an error packet that _read_packet raises."""
+    raw = cast(Any, conn)   # the two private methods are not in PyMySQL's stubs
+    option = MULTI_STATEMENTS_ON if enabled else MULTI_STATEMENTS_OFF
+    raw._execute_command(COMMAND.COM_SET_OPTION, struct.pack("<H", option))
+    raw._read_packet()
 
 
 def _bound_idle_transactions(cursor: pymysql.cursors.Cursor, seconds: float) -> None:
@@ -102,6 +132,16 @@ class MySQLSession(Store):
     the ways to run statements on it."""
     conn: pymysql.connections.Connection
     dsn_args: dict[str, Any]
+    # Whether the server takes multi-statement queries from us now: on from connect()
+    # for our scripts, off while a handler holds our cursor (see _multi_statements).
+    multi_statements_on = True
+
+    def _multi_statements(self, enabled: bool) -> None:
+        """Turn multi-statement queries on or off, only when that changes anything:
+        a batch of job.transaction() jobs turns them off once and on once."""
+        if self.multi_statements_on != enabled:
+            set_multi_statements(self.conn, enabled)
+            self.multi_statements_on = enabled
 
     def _one(self, sql: str, args: Sequence[Any] | None = None) -> Row:
         """The first row of a read (which must return one)."""
@@ -165,6 +205,7 @@ class MySQLSession(Store):
         """Run a multi-statement script; the rows of the statements that return any
         (the reads), in order."""
         results = []
+        self._multi_statements(True)
         with self.conn.cursor() as cursor:
             cursor.execute(script, args)
             while True:

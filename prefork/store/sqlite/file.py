@@ -116,6 +116,7 @@ def connect(path: str, busy_seconds: float) -> sqlite3.Connection:
         raise DatabaseUnavailable(f"cannot open SQLite database {path}: no directory {folder}")
     conn = None
     try:
+        _create_private(path)
         # isolation_level=None: the store issues BEGIN/COMMIT itself.
         # check_same_thread=False: one thread uses a store at a time, but
         # another (a test fixture, a supervisor thread) may close it.
@@ -123,13 +124,24 @@ def connect(path: str, busy_seconds: float) -> sqlite3.Connection:
                                check_same_thread=False)
         mode = execute_when_free(conn, WAL_JOURNAL, (), busy_seconds).fetchone()[0]
         conn.execute(DURABLE_COMMITS)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         if conn is not None:
             conn.close()
-        raise DatabaseUnavailable(f"cannot open SQLite database {path}: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) else exc
+        raise DatabaseUnavailable(f"cannot open SQLite database {path}: {reason}") from None
     if mode.lower() != "wal":
         warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
     return conn
+
+
+def _create_private(path: str) -> None:
+    """Create a missing database file 0600, whatever the umask: payloads and command
+    output are nobody else's to read. SQLite creates the -wal and -shm files with
+    the mode of the database file, so they follow. An existing file keeps its mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
 
 
 def split_statements(sql: str) -> Iterator[str]:
