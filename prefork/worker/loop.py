@@ -137,7 +137,9 @@ class Worker:
         idle_sleep = self.idle_sleeps[0]
         job: Optional[Job] = None
         queue_empty = False
-        while not self.stopping:
+        # A job in hand goes through process() even once stopping, which gives it
+        # back: a stop can land while a completion claims the next one.
+        while not self.stopping or job is not None:
             if job is None and not queue_empty:
                 job = self.claim_next()
             if job is None:
