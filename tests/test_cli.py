@@ -408,6 +408,7 @@ def test_worker_account_from_grants_can_enqueue_and_work_but_not_delete_or_drop(
         dsn = dsn_for(database, user)
         password_file = tmp_path / "db-password"
         password_file.write_text(password + "\n")
+        password_file.chmod(0o600)   # a group- or world-readable password file is refused
 
         first = run_cli("enqueue", "noop", '{"n": 1}', "--key", "lp-1", dsn=dsn,
                         PREFORK_QUEUE_DB_PASSWORD=password)
