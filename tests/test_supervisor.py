@@ -1,13 +1,15 @@
 """The pre-fork supervisor, watched from outside: real processes, real signals, real MariaDB.
 A deadline here bounds a wait (generously: CI machines are shared and noisy); what a
 test proves is what happened, never how fast."""
+import os
 import re
 import signal
 import time
 
 import psutil
 import pytest
-from conftest import job_row, scalar, wait_until
+from conftest import APPS as APPS_DIR
+from conftest import ROOT, SERVER, admin_connection, job_row, scalar, wait_until
 from harness import process_gone, supervisor_starter, wait_gone
 
 from prefork.jobs import new_job
@@ -368,3 +370,51 @@ def test_jobs_held_in_a_batch_come_back_unused_when_their_worker_dies(supervisor
     row = job_row(clean_db, slow)
     assert (row["status"], row["crashes"], row["last_error"]) == \
         ("ready", 1, "worker died: SIGKILL")
+
+
+ENV_APP = '''
+import subprocess
+import prefork
+
+@prefork.handler("show_env")
+def show_env(job):
+    """Writes the environment a program started by this handler inherits."""
+    env = subprocess.run(["env"], capture_output=True, text=True, check=True).stdout
+    with open(job.payload["out"], "w") as out:
+        out.write(env)
+'''
+
+
+@pytest.fixture
+def password_user(database, mysql_server):
+    """A MariaDB account with a password, on the test database: (user, password)."""
+    user, password = "pq_password_test", "hunter2-not-for-children"
+    conn = admin_connection()
+    with conn.cursor() as cursor:
+        cursor.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (user, password))
+        cursor.execute(f"GRANT ALL ON `{database}`.* TO %s@'%%'", (user,))
+    yield user, password
+    with conn.cursor() as cursor:
+        cursor.execute("DROP USER IF EXISTS %s@'%%'", (user,))
+    conn.close()
+
+
+def test_handlers_programs_do_not_inherit_the_database_password(tmp_path, migrated, enqueue,
+                                                                   password_user):
+    """The child drops PREFORK_QUEUE_DB_PASSWORD once connected; the parent keeps it,
+    so the children of a reload (SIGHUP) still connect."""
+    user, password = password_user
+    (tmp_path / "env_app.py").write_text(ENV_APP)
+    path = os.pathsep.join([str(tmp_path), str(APPS_DIR), str(ROOT)])
+    dsn = migrated.replace(f"//{SERVER['user']}@", f"//{user}@", 1)
+    env = {"PYTHONPATH": path, "PREFORK_QUEUE_DB_PASSWORD": password}
+    with supervisor_starter(tmp_path, dsn, "--app", "env_app") as start:
+        sup = start("--workers", "1", env=env)
+        for generation in (1, 2):   # the second: a child forked after a reload (SIGHUP)
+            if generation == 2:
+                sup.signal(signal.SIGHUP)
+            sup.wait_event("worker_ready", count=generation)
+            out = tmp_path / f"env{generation}.txt"
+            sup.wait_event("job_completed", job_id=enqueue("show_env", {"out": str(out)}))
+            assert password not in out.read_text()
+            assert "PREFORK_QUEUE_DB_PASSWORD" not in out.read_text()

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import psutil
 
+from ..config import SETTINGS
 from ..errors import UserError
 from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event
@@ -70,6 +71,7 @@ def _child_main(spec: ChildSpec) -> int:
         event("worker_boot_failed", level=logging.ERROR, slot=spec.slot,
               error=str(exc) if isinstance(exc, UserError) else error_class(exc))
         return BOOT_FAILURE_EXIT
+    _forget_secrets()
     started = time.monotonic()
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
     pipe = PipeListener(spec.report_fd, title)
@@ -134,6 +136,16 @@ class PipeListener:
 def _connection_id(store: Any) -> Optional[int]:
     getter = getattr(store, "connection_id", None)
     return getter() if getter else None
+
+
+def _forget_secrets() -> None:
+    """Once connected, drop the secret settings' variables from our environment, so
+    that the programs a handler starts do not inherit them. The config keeps the
+    values (a reconnection needs them); the parent keeps its environment (a reload
+    reads it again)."""
+    for setting in SETTINGS:
+        if setting.secret:
+            os.environ.pop(setting.env_name, None)
 
 
 def _reset_signals() -> None:
