@@ -3,9 +3,11 @@ real programs run by a real supervisor's workers against real MariaDB. How a tem
 is filled is tested in tests/fast/test_command_placeholders.py."""
 import itertools
 import json
+import random
 import shlex
 import sys
 
+import psutil
 import pymysql
 import pytest
 from conftest import APPS, job_row, wait_until
@@ -50,6 +52,8 @@ def spec(tmp_path, body, job_type="probe"):
     (f"argv = {PROBE_ARGV}\ntimeout = soon\n", "timeout must be"),
     (f"argv = {PROBE_ARGV}\nenv = JUSTANAME\n", "env entries are NAME=VALUE"),
     (f"argv = {PROBE_ARGV}\nenv = PREFORK_QUEUE_DSN=x\n", "env cannot set PREFORK_QUEUE_DSN"),
+    (f"argv = {PROBE_ARGV}\nallow_option_values = yes\n",
+     "allow_option_values must be true or false, got 'yes'"),
 ])
 def test_a_bad_command_section_is_a_one_line_error_naming_it(tmp_path, body, complaint):
     with pytest.raises(UserError) as caught:
@@ -63,6 +67,8 @@ def test_env_timeout_and_cwd_are_read(tmp_path):
                            "env = APP_ENV=production 'GREETING=hello world'\n")
     assert (probe.timeout, probe.cwd) == (2.5, str(tmp_path))
     assert probe.env == (("APP_ENV", "production"), ("GREETING", "hello world"))
+    assert not probe.allow_option_values
+    assert spec(tmp_path, f"argv = {PROBE_ARGV}\nallow_option_values = True\n").allow_option_values
 
 
 @pytest.mark.parametrize("returncode, text", [
@@ -81,6 +87,9 @@ def command_config(timeout=2, extra=""):
             "hard_timeout = 3\n\n"
             f"[command:probe]\nargv = {PROBE_ARGV} --label={{label}} fixed 'two words'\n"
             f"timeout = {timeout}\n\n"
+            f"[command:shell]\nargv = /bin/sh -c {{script}}\ntimeout = {timeout}\n\n"
+            "[command:shell_untimed]\nargv = /bin/sh -c {script}\n\n"
+            "[command:sort]\nargv = /usr/bin/sort {file}\n\n"
             f"[command:probe_untimed]\nargv = {PROBE_ARGV}\n{extra}")
 
 
@@ -206,3 +215,85 @@ def test_a_schedule_of_a_command_type_must_fill_its_placeholders_at_start(tmp_pa
     assert "[schedule:nightly]: payload does not fit [command:probe]: command placeholder " \
            "{record}: no such key in the payload" in str(caught.value)
     assert registry.lookup("probe") is None     # a refused config registers nothing
+
+
+# -- nothing of a command's process group outlives it ----------------------------------
+
+@pytest.fixture
+def marked_sleeps():
+    """Unique `sleep 300.N` arguments to find a command's left-over children by; any
+    still running at the end are killed."""
+    markers = []
+
+    def new_marker():
+        markers.append(f"300.{random.randrange(10**9)}")
+        return markers[-1]
+
+    yield new_marker
+    for process in sleeping(markers):
+        process.kill()
+
+
+def sleeping(markers):
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if len(cmdline) == 2 and cmdline[0] == "sleep" and cmdline[1] in markers:
+            found.append(process)
+    return found
+
+
+def guards_of(job_id):
+    return [process for process in psutil.process_iter(["cmdline"])
+            if f"command guard job {job_id} " in " ".join(process.info["cmdline"] or [])]
+
+
+def assert_group_gone(job_id, marker, shell_record):
+    assert shell_record.exists()      # the script ran, so its sleep was started
+    wait_until(lambda: not sleeping([marker]), timeout=10, message=f"sleep {marker} to end")
+    wait_until(lambda: not guards_of(job_id), timeout=10, message="the guard to end")
+
+
+def test_what_a_command_leaves_running_is_killed_when_it_exits(supervisor, enqueue, clean_db,
+                                                                  marked_sleeps, tmp_path):
+    marker, record = marked_sleeps(), tmp_path / "started"
+    job_id, _ = enqueue("ok", job_type="shell",
+                        script=f"sleep {marker} & echo $! > {record}; echo x")
+    supervisor()
+    assert settled(clean_db, job_id, "done")["attempts"] == 1
+    assert_group_gone(job_id, marker, record)
+
+
+def test_nothing_is_left_after_a_soft_timeout(supervisor, enqueue, clean_db, marked_sleeps,
+                                              tmp_path):
+    marker, record = marked_sleeps(), tmp_path / "started"
+    stubborn = f'(trap "" TERM; exec sleep {marker}) & touch {record}; exec sleep {marker}'
+    job_id, _ = enqueue("ok", job_type="shell", max_attempts=1, script=stubborn)
+    supervisor()
+    assert settled(clean_db, job_id, "dead")["last_error"] == "soft timeout after 2s"
+    assert_group_gone(job_id, marker, record)
+
+
+def test_nothing_is_left_when_the_worker_dies_at_the_hard_timeout(supervisor, enqueue,
+                                                                    clean_db, marked_sleeps,
+                                                                    tmp_path):
+    marker, record = marked_sleeps(), tmp_path / "started"
+    job_id, _ = enqueue("ok", job_type="shell_untimed", max_attempts=1,
+                        script=f"sleep {marker} & touch {record}; exec sleep {marker}")
+    sup = supervisor()
+    sup.wait_event("worker_exited", reason="hard timeout after 3s", timeout=20)
+    assert settled(clean_db, job_id, "dead")["last_error"] == "worker died: hard timeout after 3s"
+    assert_group_gone(job_id, marker, record)
+
+
+# -- a placeholder value cannot become an option -----------------------------------------
+
+def test_a_value_that_would_be_an_option_sends_the_job_to_dead_unrun(supervisor, enqueue,
+                                                                     clean_db, tmp_path):
+    pwned = tmp_path / "PWNED"
+    job_id, _ = enqueue("ok", job_type="sort", file=f"--output={pwned}")
+    sup = supervisor()
+    row = settled(clean_db, job_id, "dead")
+    assert (row["attempts"], row["last_error"]) == (1, commands.option_refusal("file"))
+    assert not pwned.exists()
+    assert not [e for e in sup.events("command_started") if e["job_id"] == job_id]

@@ -13,6 +13,11 @@ in: a value with spaces or shell metacharacters is still that one argument,
 unchanged. No shell is involved, ever. The program (the first element) takes
 no placeholder. `{{` and `}}` are literal braces.
 
+An element that begins with a placeholder may not begin with `-` once filled:
+a payload must not pass the program an option (`sort {file}` with
+`--output=/some/file` writes a file). The job is refused unless the section
+says `allow_option_values = true`.
+
 Exit 0 is done; exit 75 (EX_TEMPFAIL) is a transient failure; any other exit
 code or a signal is a failed attempt too. All of them are retried with
 backoff until max_attempts, then dead; last_error names the code or the
@@ -42,7 +47,7 @@ from ..errors import CommandFailed, RejectedJob, UserError
 from ..jobs import JOB_TYPE_PATTERN, Job
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute
 
-KEYS = ("argv", "timeout", "cwd", "env")
+KEYS = ("argv", "timeout", "cwd", "env", "allow_option_values")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
@@ -61,6 +66,7 @@ class CommandSpec:
     timeout: float | None       # the job's soft timeout; None: the configured soft_timeout
     cwd: str | None
     env: tuple[tuple[str, str], ...]   # (name, value) pairs added to the inherited environment
+    allow_option_values: bool = False  # a filled element may begin with "-"
 
     def placeholders(self) -> list[str]:
         return sorted({value for element in self.argv for kind, value in element
@@ -104,7 +110,8 @@ def _parse(job_type: str, keys: Mapping[str, str], fail: Fail) -> CommandSpec:
     if cwd is not None and not os.path.isdir(cwd):
         raise fail(f"cwd {cwd!r} is not a directory")
     _check_program(argv[0][0][1], cwd, dict(env).get("PATH", os.environ.get("PATH")), fail)
-    return CommandSpec(job_type, argv, _parse_timeout(keys.get("timeout"), fail), cwd, env)
+    return CommandSpec(job_type, argv, _parse_timeout(keys.get("timeout"), fail), cwd, env,
+                       _parse_boolean("allow_option_values", keys.get("allow_option_values"), fail))
 
 
 def parse_argv(text: str, fail: Fail) -> tuple[Element, ...]:
@@ -181,6 +188,13 @@ def _parse_timeout(text: str | None, fail: Fail) -> float | None:
     return value
 
 
+def _parse_boolean(key: str, text: str | None, fail: Fail) -> bool:
+    word = (text or "false").strip().lower()
+    if word not in ("true", "false"):
+        raise fail(f"{key} must be true or false, got {text!r}")
+    return word == "true"
+
+
 def _check_program(program: str, cwd: str | None, path: str | None, fail: Fail) -> None:
     """The program must exist now: a typo is a config error at start, not dead jobs."""
     if "/" in program:
@@ -215,12 +229,28 @@ def handled_types(specs: Mapping[str, CommandSpec]) -> set[str]:
 def render_argv(spec: CommandSpec, payload: Mapping[str, Any]) -> list[str]:
     """The argv for one job: each placeholder filled inside its own element.
     RejectedJob (permanent, safe to store: it names the placeholder, never the value)."""
-    return [_render_element(element, payload) for element in spec.argv]
+    return [_render_element(element, payload, spec.allow_option_values)
+            for element in spec.argv]
 
 
-def _render_element(element: Element, payload: Mapping[str, Any]) -> str:
-    return "".join(value if kind == "text" else _argument_text(value, payload)
-                   for kind, value in element)
+def option_refusal(name: str) -> str:
+    """Why a job whose placeholder would pass an option is refused (the value is not named)."""
+    return (f"command placeholder {{{name}}}: the value would begin the argument with '-' "
+            f"(an option); allow_option_values = true in the section allows it")
+
+
+def _render_element(element: Element, payload: Mapping[str, Any],
+                    allow_option_values: bool) -> str:
+    filled = [value if kind == "text" else _argument_text(value, payload)
+              for kind, value in element]
+    text = "".join(filled)
+    if text.startswith("-") and element[0][0] == "field" and not allow_option_values:
+        # Name the placeholder the "-" came from, or the first one, left empty, that let
+        # the template's own text lead.
+        leading = next(number for number, part in enumerate(filled) if part)
+        kind, name = element[leading]
+        raise RejectedJob(option_refusal(name if kind == "field" else element[0][1]))
+    return text
 
 
 def _argument_text(name: str, payload: Mapping[str, Any]) -> str:
