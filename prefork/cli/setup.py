@@ -28,9 +28,10 @@ def grants_command(args: argparse.Namespace, config: Config) -> None:
     database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
     if not database:
         raise UserError("name the database with --database or --dsn")
+    statements = grant_statements(args.user, args.host, database)   # checks the names first
     print(f"-- review, then run as an administrator; create the account first:\n"
           f"-- CREATE USER '{args.user}'@'{args.host}' IDENTIFIED BY '...';")
-    for statement in grant_statements(args.user, args.host, database):
+    for statement in statements:
         print(statement)
 
 
