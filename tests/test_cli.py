@@ -446,3 +446,10 @@ def test_worker_account_from_grants_can_enqueue_and_work_but_not_delete_or_drop(
     finally:
         admin.cursor().execute("DROP USER IF EXISTS %s@'127.0.0.1'", (user,))
         admin.close()
+
+
+@pytest.mark.parametrize("option, value", [("--user", "bob\n"), ("--host", "%\n"),
+                                           ("--database", "jobs\n"), ("--user", "bob'--")])
+def test_grants_refuses_a_name_with_a_newline_or_a_quote_and_prints_nothing(option, value):
+    result = run_cli("grants", "--database", "jobs", option, value)
+    assert_refused(result, f"invalid {option[2:]} name")

@@ -26,7 +26,7 @@ MIGRATION_LOCK = "prefork_queue_migrate"
 # jobs, the supervisor registry, and the control tables (`pause` and `restart`
 # run with it too; `prune`, `discard` and `migrate` need an admin account).
 WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
-ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.%-]{1,64}$")
+ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.%-]{1,64}")   # whole names only: fullmatch
 
 
 class MySQLSchema(MySQLSession):
@@ -78,7 +78,7 @@ def _split_statements(sql: str) -> list[str]:
 def grant_statements(user: str, host: str, database: str) -> list[str]:
     """Least privilege for a worker account: read, insert and update the queue tables only."""
     for what, name in (("user", user), ("host", host), ("database", database)):
-        if not ACCOUNT_NAME.match(name or ""):
+        if not ACCOUNT_NAME.fullmatch(name or ""):
             raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
     names = {"user": user, "host": host, "database": database}
     return [GRANT_WORKER_TABLE.format(table=table, **names) for table in WORKER_TABLES] + [
