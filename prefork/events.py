@@ -113,6 +113,13 @@ class Event(enum.StrEnum):
                                     "the SQLite file is on a network filesystem")
     SQLITE_SHARED_BY_HOSTS = ("sqlite_shared_by_hosts", WARNING,
                               "workers of another host hold jobs of this SQLite file")
+    # -- the supervisor's hardening (supervisor/loop.py) ------------------------------------
+    DOORBELL_UNAVAILABLE = ("doorbell_unavailable", WARNING,
+                            "the doorbell's directory is unsafe or unusable: polling only")
+    LOG_REOPEN_FAILED = ("log_reopen_failed", ERROR,
+                         "SIGUSR1 could not reopen the log file; the old one stays open")
+    SUPERVISOR_STEP_FAILED = ("supervisor_step_failed", ERROR,
+                              "a signal's or an observer's step raised; logged and survived")
 
 
 _BY_NAME = {member.value: member for member in Event}

@@ -2,12 +2,15 @@
 
 Every event is one call: `event("job_claimed", job_id=1, ...)`, its name declared
 in the catalogue (events.py). Fields are chosen by our code, never payloads or raw
-exception messages.
+exception messages (one exception: the traceback of what nobody expected, for the
+operator, through `unexpected()`).
 """
+import io
 import json
 import logging
 import os
 import sys
+import traceback
 from datetime import datetime, timezone
 
 from .config import Config
@@ -24,6 +27,14 @@ def event(name: Event | str, level: int | None = None, **fields: object) -> None
     declared = named(name)
     LOGGER.log(declared.level if level is None else level, declared.value,
                extra={"prefork_fields": fields})
+
+
+def unexpected(name: Event | str, exc: BaseException, **fields: object) -> None:
+    """Log event `name` at ERROR for an exception no code of ours expected: its class as
+    `error`, and its `traceback`, which the operator needs to find the fault (only here:
+    a traceback quotes the exception's message)."""
+    event(name, level=logging.ERROR, error=error_class(exc),
+          traceback="".join(traceback.format_exception(exc)).rstrip(), **fields)
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -46,12 +57,22 @@ class TextFormatter(logging.Formatter):
                 f"{record.getMessage()} {details}").rstrip()
 
 
+class PrivateFileHandler(logging.FileHandler):
+    """A log file created 0600, whatever the umask would give (an existing file keeps its
+    mode): events name jobs and queues, and command jobs' output is logged."""
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def configure(log_format: str = "auto", level: str = "info",
               log_file: str | None = None) -> None:
-    """(Re)configure the package logger; safe to call again, e.g. after SIGHUP or SIGUSR1."""
+    """(Re)configure the package logger; safe to call again, e.g. after SIGHUP or SIGUSR1.
+    OSError when the log file cannot be opened: the old handler then stays in place."""
     handler: logging.Handler
     if log_file:
-        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler = PrivateFileHandler(log_file, encoding="utf-8")
         stream_is_tty = False
     else:
         handler = logging.StreamHandler(sys.stderr)
@@ -75,6 +96,12 @@ def error_class(exc: BaseException) -> str:
     cls = type(exc)
     module = cls.__module__
     return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError of a path the operator gave: why, and which path."""
+    reason = exc.strerror or error_class(exc)
+    return f"{reason}: {exc.filename}" if exc.filename else reason
 
 
 def current_host_pid() -> str:

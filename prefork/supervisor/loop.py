@@ -21,7 +21,7 @@ import select
 import signal
 import time
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .. import config as config_module, logs, observers, registry
 from ..errors import UserError
@@ -43,6 +43,26 @@ QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKI
 TICK = 1.0                     # longest sleep of the main loop
 
 
+def _open_doorbell(key: str) -> Optional[doorbell.Doorbell]:
+    """The same-host doorbell; none when its directory is unsafe or unusable (the
+    loop then finds jobs by polling alone)."""
+    try:
+        return doorbell.Doorbell(key)
+    except doorbell.BellUnavailable as exc:
+        event("doorbell_unavailable", path=exc.path, problem=exc.problem)
+        return None
+
+
+def _survive(step: str, call: Callable[[], object]) -> None:
+    """The main loop's last guard: a signal's handler or an observer that raises what
+    nobody expected is logged (its class, and the traceback for the operator) and the
+    loop goes on; one faulty step must not end the supervisor and the jobs it runs."""
+    try:
+        call()
+    except Exception as exc:
+        logs.unexpected("supervisor_step_failed", exc, step=step)
+
+
 class Phase(enum.Enum):
     """The supervisor's life: running, then a graceful drain or a quick stop."""
     RUNNING = "running"
@@ -62,7 +82,7 @@ class Supervisor:
         self.upkeep: Any = None       # an Upkeep once run() has connected
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
-        self.bell: Any = None         # a doorbell.Doorbell once run() has one
+        self.bell: Optional[doorbell.Doorbell] = None   # none: the directory is unsafe
         self.restart_applied: Optional[datetime] = None   # the newest restart request acted on
         self.observers: list[observers.Observer] = []
         self.view = ObservedSupervisor(self)   # what the observers see of us
@@ -81,7 +101,7 @@ class Supervisor:
         startup.defer_stops()   # a stop from here on must not cut the registry insert short
         self.upkeep.register(self.target)
         self._install_signal_handlers()
-        self.bell = doorbell.Doorbell(self.upkeep.store.bell_key)
+        self.bell = _open_doorbell(self.upkeep.store.bell_key)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=self.upkeep.connection_id())
         self._notify("started")
@@ -95,14 +115,16 @@ class Supervisor:
             self._periodic()
             self._update_title()
             for observer in self.observers:
-                observer.tick(time.monotonic(), self.view)
+                _survive(f"{type(observer).__name__}.tick",
+                              lambda: observer.tick(time.monotonic(), self.view))
             if self.state is not Phase.RUNNING and not self.children:
                 break
             self._wait()
         self.upkeep.flush_hand_backs()
         self.upkeep.leave()
         self.upkeep.close()
-        self.bell.close()
+        if self.bell:
+            self.bell.close()
         event("supervisor_stopped", done=self.done, dead=self.dead)
         self._notify("stopped")
         return 0
@@ -119,11 +141,13 @@ class Supervisor:
 
     def _dispatch_signals(self) -> None:
         while self.pending_signals:
-            signum = self.pending_signals.pop(0)
-            getattr(self, "handle_" + signal.Signals(signum).name.lower())()
+            name = "handle_" + signal.Signals(self.pending_signals.pop(0)).name.lower()
+            _survive(name, getattr(self, name))
 
     def _wait(self) -> None:
-        fds = [self.waker.read_fd, self.bell.fileno()] + [c.read_fd for c in self.children.values()]
+        fds = [self.waker.read_fd] + [c.read_fd for c in self.children.values()]
+        if self.bell:
+            fds.append(self.bell.fileno())
         try:
             ready, _, _ = select.select(fds, [], [], self._sleep_time())
         except InterruptedError:
@@ -133,7 +157,7 @@ class Supervisor:
                 self._handle_messages(child)
         if self.waker.read_fd in ready:
             self.waker.sleep(0)   # drain the wake-up bytes
-        if self.bell.fileno() in ready:
+        if self.bell and self.bell.fileno() in ready:
             rung = self.bell.rings()
             self.pool.wake_waiting(sum(rung.get(queue, 0) for queue in self.config.queues))
 
@@ -178,7 +202,11 @@ class Supervisor:
         event("workers_changed", workers=self.target, signal="SIGTTOU")
 
     def handle_sigusr1(self) -> None:
-        logs.configure_from(self.config)
+        try:
+            logs.configure_from(self.config)
+        except OSError as exc:   # its folder moved away, a full disk: keep writing the old one
+            event("log_reopen_failed", path=self.config.log_file, error=logs.os_error_text(exc))
+            return
         event("logs_reopened")
 
     def handle_sigchld(self) -> None:
@@ -189,7 +217,8 @@ class Supervisor:
     def _forget_parent_resources(self) -> None:
         """In a new child: drop what belongs to the parent, without closing it politely."""
         self.waker.close()
-        self.bell.sock.close()   # the file stays: it is the parent's
+        if self.bell:
+            self.bell.sock.close()   # the file stays: it is the parent's
         self.upkeep.abandon()
 
     def _handle_messages(self, child: ChildProcess) -> None:
@@ -297,25 +326,33 @@ class Supervisor:
             child.deadline = Deadline(deadline, "quick stop", False)
 
     def _reload(self) -> None:
+        """SIGHUP: apply the config file anew; whatever refuses it leaves the old one in force."""
         try:
             new_config = config_module.load(self.flags, path=self.config.path)
             registry.import_apps(new_config.app)
             schedules.validate(new_config)   # commands and schedules, before applying
+            logs.configure_from(new_config)  # last: a log file that cannot open refuses it
         except UserError as exc:
             event("config_reload_failed", level=logging.ERROR, error=str(exc))
+            return
+        except OSError as exc:
+            event("config_reload_failed", level=logging.ERROR, error=logs.os_error_text(exc))
+            return
+        except Exception as exc:   # an unreadable file...: its class, never its message
+            event("config_reload_failed", level=logging.ERROR, error=logs.error_class(exc))
             return
         self.upkeep.reconfigure(new_config)
         self.config, self.target = new_config, new_config.workers
         self.pool.config = new_config
         self.pool.generation += 1
-        logs.configure_from(new_config)
         event("config_reloaded", workers=self.target, queues=",".join(new_config.queues),
               generation=self.pool.generation)
         self._notify("reloaded", config=new_config)
 
     def _notify(self, name: str, **fields: Any) -> None:
         for observer in self.observers:
-            observer.notify(name, fields)
+            _survive(f"{type(observer).__name__}.notify",
+                          lambda: observer.notify(name, fields))
 
     def _update_title(self) -> None:
         note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")

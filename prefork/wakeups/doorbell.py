@@ -5,16 +5,38 @@ A ring is a best-effort hint (a Unix datagram naming the queue and how many
 jobs): losing one costs at most a poll interval, and a ring for a job that is
 not committed yet only makes a child look and find nothing. Supervisors on
 other hosts find the job by polling. The bells of one database live in one
-private directory (mode 0700) keyed by what the store names its database
+private directory keyed by what the store names its database
 (`Store.bell_key`); two databases of the same name only cost a spurious look.
+
+The directories sit under a folder every local user can write to (the temp
+folder), so each level of ours is checked before it is used, as ssh-agent checks
+its socket's: a directory, not a link, owned by us, no access for group or other.
+Anyone of our uid may send a datagram, so a datagram is parsed strictly and one
+that is not exactly "<queue> <count>" is ignored.
 """
 import hashlib
 import os
 import socket
+import stat
 import tempfile
 from collections.abc import Mapping
 
+from ..jobs import QUEUE_PATTERN
+
 MAX_DATAGRAM = 512
+MAX_RING_COUNT = 10_000        # jobs one ring may announce: more wakes nobody more
+RINGS_PER_DRAIN = 256          # datagrams read per call: a flood cannot hold the loop
+MAX_COUNT_DIGITS = len(str(MAX_RING_COUNT))
+PRIVATE_MODE = 0o700
+
+
+class BellUnavailable(Exception):
+    """The doorbell cannot be used: its directory is unsafe (someone else's, open to
+    others, a link, not a directory) or unusable. `path` and `problem` say which."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = path, problem
 
 
 def bell_directory(key: str) -> str:
@@ -23,32 +45,103 @@ def bell_directory(key: str) -> str:
     return os.path.join(base, f"prefork-queue-{os.getuid()}", digest)
 
 
+def private_directory(key: str, create: bool) -> str:
+    """The bell directory of `key`, each level of ours checked (see the module's doc).
+    create: make a missing level (0700) and take away group and other read access
+    from one of ours that has it (left 0755 by older versions); without it, a missing
+    level raises FileNotFoundError. BellUnavailable when a level is unsafe."""
+    leaf = bell_directory(key)
+    top = os.path.dirname(leaf)
+    for path in (top, leaf):
+        if create:
+            try:
+                os.mkdir(path, PRIVATE_MODE)
+            except FileExistsError:
+                pass   # ours from an earlier run, or someone else's: the check tells
+        _check_private(path, tighten=create)
+    return leaf
+
+
+def _check_private(path: str, tighten: bool) -> None:
+    info = os.lstat(path)   # never follows a link: the link itself is refused
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISLNK(info.st_mode):
+        raise BellUnavailable(path, "is a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise BellUnavailable(path, "is not a directory")
+    if info.st_uid != os.getuid():
+        raise BellUnavailable(path, f"is owned by uid {info.st_uid}, not by us ({os.getuid()})")
+    if mode & 0o022:
+        raise BellUnavailable(path, f"has mode {mode:04o}: others may write in it")
+    if mode & 0o077:
+        if not tighten:
+            raise BellUnavailable(path, f"has mode {mode:04o}, not {PRIVATE_MODE:04o}")
+        _tighten(path, info)
+
+
+def _tighten(path: str, seen: os.stat_result) -> None:
+    """chmod 0700 the directory lstat saw, through a descriptor that cannot be a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+            raise BellUnavailable(path, "was replaced while being checked")
+        os.fchmod(fd, PRIVATE_MODE)
+    finally:
+        os.close(fd)
+
+
+def parse_ring(data: bytes) -> tuple[str, int] | None:
+    """(queue, jobs) of a datagram "<queue> <count>" (ASCII digits, the count capped at
+    MAX_RING_COUNT); None for anything else, whatever the bytes."""
+    if not data.isascii():
+        return None
+    queue, space, count = data.decode("ascii").partition(" ")
+    if not (space and QUEUE_PATTERN.fullmatch(queue) and count.isdigit()):
+        return None   # isdigit() on ASCII: 0-9 only (no "²", which int() refuses)
+    if len(count.lstrip("0")) > MAX_COUNT_DIGITS:
+        return queue, MAX_RING_COUNT   # capped without converting a long number
+    return queue, min(int(count), MAX_RING_COUNT)
+
+
 class Doorbell:
-    """The supervisor's end: a datagram socket named after its pid."""
+    """The supervisor's end: a datagram socket named after its pid, in a checked
+    private directory (BellUnavailable when it cannot have one)."""
 
     def __init__(self, key: str) -> None:
-        directory = bell_directory(key)
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        try:
+            directory = private_directory(key, create=True)
+        except OSError as exc:
+            raise BellUnavailable(exc.filename or bell_directory(key),
+                                  exc.strerror or type(exc).__name__) from exc
         self.path = os.path.join(directory, f"{os.getpid()}.sock")
-        if os.path.exists(self.path):
-            os.unlink(self.path)  # left by a process that had our pid before
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
+        try:
+            if os.path.lexists(self.path):
+                os.unlink(self.path)  # left by a process that had our pid before
+            self.sock.bind(self.path)
+        except OSError as exc:
+            self.sock.close()
+            raise BellUnavailable(self.path, exc.strerror or type(exc).__name__) from exc
         self.sock.setblocking(False)
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
     def rings(self) -> dict[str, int]:
-        """{queue: jobs} rung since the last call."""
+        """{queue: jobs} rung since the last call (up to RINGS_PER_DRAIN datagrams; the
+        rest wait for the next call). A malformed datagram is ignored, never raised."""
         rung: dict[str, int] = {}
-        while True:
+        for _ in range(RINGS_PER_DRAIN):
             try:
                 data = self.sock.recv(MAX_DATAGRAM)
-            except BlockingIOError:
-                return rung
-            queue, _, count = data.decode("utf-8", "replace").partition(" ")
-            rung[queue] = rung.get(queue, 0) + (int(count) if count.isdigit() else 1)
+            except (BlockingIOError, InterruptedError):
+                break
+            parsed = parse_ring(data)
+            if parsed:
+                queue, jobs = parsed
+                rung[queue] = min(rung.get(queue, 0) + jobs, MAX_RING_COUNT)
+        return rung
 
     def close(self) -> None:
         self.sock.close()
@@ -59,12 +152,14 @@ class Doorbell:
 
 
 def ring(key: str, counts: Mapping[str, int]) -> None:
-    """Tell this host's supervisors that jobs were enqueued: counts is {queue: jobs}."""
-    directory = bell_directory(key)
+    """Tell this host's supervisors that jobs were enqueued: counts is {queue: jobs}.
+    Rings nobody when the bell directory is missing or fails the check: a ring names
+    queues, and must not reach whoever else made that directory."""
     try:
+        directory = private_directory(key, create=False)
         names = [name for name in os.listdir(directory) if name.endswith(".sock")]
-    except OSError:
-        return  # nobody listens on this host
+    except (OSError, BellUnavailable):
+        return  # nobody listens on this host, or nobody we trust
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.setblocking(False)
         for name in names:
