@@ -150,7 +150,8 @@ def _fork_guard(job: Job) -> int:
 def _guard(worker_pid: int, job: Job) -> NoReturn:
     """The guard's whole life, in the forked child: lead the group, wait for the
     worker to die, then kill the group (itself included). It never returns into the
-    worker's code."""
+    worker's code. A worker gone before the guard asked for its signal is seen by
+    the parent pid, checked after the request."""
     try:
         os.setpgid(0, 0)
         os.closerange(0, os.sysconf("SC_OPEN_MAX"))   # not the database, not the supervisor's pipe
