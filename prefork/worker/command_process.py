@@ -6,7 +6,8 @@ Nothing of the group outlives the program: once the program has exited (any
 way), whatever it left in its group is killed; and should the worker itself die
 (a hard timeout SIGKILLs it), the group's guard kills the group. The guard is a
 fork of the worker that leads the group and only waits, every signal blocked,
-for its parent-death signal. Killing the group after the program's exit is a
+for its parent-death signal. (The program joins the guard's group, so it stays in
+the worker's session: a new session could not be joined.) Killing the group after the program's exit is a
 SIGKILL at once, no grace: the job's outcome is already decided, what is left
 is work nobody supervises, and a grace would hold the worker up to KILL_GRACE
 after every such job (it is also what the leftovers get when the worker dies).
@@ -39,7 +40,7 @@ TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
 KILL_GRACE = 5.0              # seconds between SIGTERM and SIGKILL at a timeout
 MAX_LINE_BYTES = 1000         # longer output lines are cut
 MAX_LINES = 500               # output lines logged per job; the rest are counted
-DRAIN_AFTER_EXIT = 1.0        # seconds to read output a left-over grandchild still writes
+DRAIN_AFTER_EXIT = 1.0        # seconds to read output a process that left the group still writes
 READ_SIZE = 65536
 # The guard's parent-death signal. Any would do: the guard acts only once its parent
 # is gone, and it keeps every signal blocked (a timeout's SIGTERM is for the program).
