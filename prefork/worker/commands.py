@@ -2,7 +2,7 @@
 that runs an external program (a PHP script, a shell tool...).
 
     [command:report.build]
-    argv = php /srv/app/artisan report:build {account} --format={format}
+    argv = php /srv/app/artisan report:build --format={format} -- {account}
     timeout = 600
     cwd = /srv/app
     env = APP_ENV=production LOG_CHANNEL=stderr
