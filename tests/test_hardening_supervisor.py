@@ -100,6 +100,13 @@ def test_a_file_where_the_bell_directory_goes_leaves_polling(supervisor, works_a
 
 
 def _others_directory(top, how):
+    """What another local user leaves where our bell directory goes."""
+    if how == "a link":
+        theirs = top.with_name("theirs")
+        theirs.mkdir()
+        theirs.chmod(0o777)
+        top.symlink_to(theirs)
+        return
     top.mkdir()
     if how == "open to all":
         top.chmod(0o777)
@@ -111,6 +118,7 @@ def _others_directory(top, how):
 @pytest.mark.parametrize("how, problem", [
     ("open to all", "has mode 0777: others may write in it"),
     ("owned by another uid", f"is owned by uid {NOBODY}, not by us ({os.getuid()})"),
+    ("a link", "is a symbolic link"),
 ])
 def test_a_directory_someone_else_controls_gets_no_ring(supervisor, producer, works_a_job,
                                                         bell_base, how, problem):
@@ -132,7 +140,7 @@ def test_a_directory_someone_else_controls_gets_no_ring(supervisor, producer, wo
         with pytest.raises(BlockingIOError):
             theirs.recv(512)
     assert sorted(os.listdir(leaf)) == ["theirs.sock"]   # no bell of ours in there
-    assert stat.S_IMODE(top.stat().st_mode) == (0o777 if how == "open to all" else 0o700)
+    assert stat.S_IMODE(top.stat().st_mode) == (0o700 if how == "owned by another uid" else 0o777)
 
 
 def test_our_own_bell_directory_left_0755_is_made_private(supervisor, works_a_job, bell_base):

@@ -63,6 +63,16 @@ def _survive(step: str, call: Callable[[], object]) -> None:
         logs.unexpected("supervisor_step_failed", exc, step=step)
 
 
+def _why_refused(exc: Exception) -> str:
+    """One line on a refused reload: our own message, an OSError's reason and path (the
+    log file's), or else only the class (its message may quote the file's bytes)."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return logs.os_error_text(exc)
+    return logs.error_class(exc)
+
+
 class Phase(enum.Enum):
     """The supervisor's life: running, then a graceful drain or a quick stop."""
     RUNNING = "running"
@@ -116,7 +126,7 @@ class Supervisor:
             self._update_title()
             for observer in self.observers:
                 _survive(f"{type(observer).__name__}.tick",
-                              lambda: observer.tick(time.monotonic(), self.view))
+                         lambda: observer.tick(time.monotonic(), self.view))
             if self.state is not Phase.RUNNING and not self.children:
                 break
             self._wait()
@@ -332,14 +342,8 @@ class Supervisor:
             registry.import_apps(new_config.app)
             schedules.validate(new_config)   # commands and schedules, before applying
             logs.configure_from(new_config)  # last: a log file that cannot open refuses it
-        except UserError as exc:
-            event("config_reload_failed", level=logging.ERROR, error=str(exc))
-            return
-        except OSError as exc:
-            event("config_reload_failed", level=logging.ERROR, error=logs.os_error_text(exc))
-            return
-        except Exception as exc:   # an unreadable file...: its class, never its message
-            event("config_reload_failed", level=logging.ERROR, error=logs.error_class(exc))
+        except Exception as exc:   # whatever refused it: the old config stays in force
+            event("config_reload_failed", level=logging.ERROR, error=_why_refused(exc))
             return
         self.upkeep.reconfigure(new_config)
         self.config, self.target = new_config, new_config.workers
@@ -352,7 +356,7 @@ class Supervisor:
     def _notify(self, name: str, **fields: Any) -> None:
         for observer in self.observers:
             _survive(f"{type(observer).__name__}.notify",
-                          lambda: observer.notify(name, fields))
+                     lambda: observer.notify(name, fields))
 
     def _update_title(self) -> None:
         note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")
