@@ -1,22 +1,86 @@
 """No job is ever run by two processes at once, nor left reserved and unrun, however a
-child stops: its parent killed under it (issue 11, item 7), or told to retire while its
-completion claims the next job (item 8). Real supervisors, real signals, real MariaDB."""
+child stops: its parent killed or frozen under it (issue 11, item 7), or told to retire
+while its completion claims the next job (item 8). Real supervisors, real signals, real
+MariaDB; a handler marks each run's start and end in a file, so that two runs at once
+show."""
+import os
 import signal
 import time
+from dataclasses import dataclass
+from typing import Optional
 
 import pytest
-from conftest import scalar, wait_until
-from harness import supervisor_starter
+from conftest import APPS as APPS_DIR
+from conftest import ROOT, job_row, scalar, wait_until
+from harness import supervisor_starter, wait_gone
 
 from prefork.jobs import new_job
 
-APPS = "--app", "ledger_app,supervised_app"
+FAST_REGISTRY = ("--heartbeat-interval", "0.3", "--supervisor-timeout", "2")
+
+MARKED_APP = '''
+import os
+import time
+
+from ledger_app import ledger as write_ledger
+
+import prefork
+
+
+def mark(path, what):
+    with open(path, "a") as log:
+        log.write(f"{os.getpid()} {what} {time.time()}\\n")
+
+
+@prefork.handler("marked")
+def marked(job):
+    """Sleeps payload['seconds'] between a start mark and an end mark ('done', or
+    'stopped' when interrupted) in payload['log'], then writes its ledger row with
+    its completion."""
+    mark(job.payload["log"], "start")
+    try:
+        time.sleep(job.payload["seconds"])
+    except BaseException:
+        mark(job.payload["log"], "stopped")
+        raise
+    mark(job.payload["log"], "done")
+    write_ledger(job)
+'''
+
+
+@dataclass
+class Run:
+    pid: int
+    start: float
+    end: Optional[float] = None   # None: it never said it ended (killed, or still running)
+    how: Optional[str] = None     # "done" or "stopped"
+
+
+def read_runs(log):
+    """The handler's runs, in the order they started."""
+    runs = {}
+    for line in log.read_text().splitlines():
+        pid, what, when = line.split()
+        if what == "start":
+            runs[int(pid)] = Run(int(pid), float(when))
+        else:
+            runs[int(pid)].end, runs[int(pid)].how = float(when), what
+    return sorted(runs.values(), key=lambda run: run.start)
+
+
+def assert_one_run_at_a_time(runs):
+    for earlier, later in zip(runs, runs[1:]):
+        assert earlier.end is not None and earlier.end <= later.start, \
+            f"two runs of one job at once: {earlier} and {later}"
 
 
 @pytest.fixture
 def supervisor(tmp_path, migrated, clean_db):
-    with supervisor_starter(tmp_path, migrated, *APPS) as start:
-        yield start
+    (tmp_path / "marked_app.py").write_text(MARKED_APP)
+    path = os.pathsep.join([str(tmp_path), str(APPS_DIR), str(ROOT)])
+    with supervisor_starter(tmp_path, migrated, "--app", "ledger_app,supervised_app,marked_app",
+                            *FAST_REGISTRY) as start:
+        yield lambda *args: start(*args, env={"PYTHONPATH": path})
 
 
 @pytest.fixture
@@ -25,8 +89,62 @@ def enqueue(store):
     return lambda job_type, payload=None, **kw: s.enqueue(new_job(job_type, payload or {}, **kw))
 
 
+def busy_child(sup, job_id):
+    return sup.wait_event("job_claimed", job_id=job_id)[0]["pid"]
+
+
+def ledger_count(conn):
+    return scalar(conn, "SELECT COUNT(*) FROM ledger")
+
+
 def unfinished(conn):
     return scalar(conn, "SELECT COUNT(*) FROM prefork_jobs WHERE status <> 'done'")
+
+
+def test_a_child_whose_parent_is_killed_stops_its_job_and_gives_it_back(
+        supervisor, enqueue, clean_db, tmp_path):
+    """kill -9 of the supervisor, a new one started at once on the same host: the
+    orphan (nobody extends its lease or enforces its timeouts now) stops its handler
+    as a quick stop does and gives the job back, its attempt restored; the new
+    supervisor runs it, never beside the orphan."""
+    log = tmp_path / "runs.log"
+    job_id = enqueue("marked", {"seconds": 20, "log": str(log)}, key="orphaned")
+    doomed = supervisor("--workers", "2")
+    orphan = busy_child(doomed, job_id)
+    doomed.proc.kill()
+    doomed.proc.wait(5)
+    successor = supervisor("--workers", "2")
+    wait_gone([orphan], timeout=10)   # long before its 20 s job could have ended
+    assert doomed.events("claim_released_on_shutdown", job_id=job_id, interrupted=True)
+    successor.wait_event("job_completed", job_id=job_id, timeout=60)
+    runs = read_runs(log)
+    assert [(run.pid == orphan, run.how) for run in runs] == [(True, "stopped"), (False, "done")]
+    assert_one_run_at_a_time(runs)
+    row = job_row(clean_db, job_id)
+    assert (row["status"], row["attempts"]) == ("done", 1)   # the orphan's attempt given back
+    assert ledger_count(clean_db) == 1
+
+
+def test_a_silent_supervisors_running_job_is_not_handed_out_again(
+        supervisor, enqueue, clean_db, tmp_path):
+    """A frozen supervisor (SIGSTOP: silent, its child runs on) is pruned by another on
+    the same host, which must not hand back a job whose holder still runs here; it
+    comes back once the holder gives it back (here: its parent is then killed)."""
+    log = tmp_path / "runs.log"
+    job_id = enqueue("marked", {"seconds": 20, "log": str(log)}, key="frozen")
+    frozen = supervisor("--workers", "1")
+    holder = busy_child(frozen, job_id)
+    frozen.signal(signal.SIGSTOP)
+    successor = supervisor("--workers", "2")
+    pruned = successor.wait_event("supervisor_pruned", timeout=30)[0]
+    assert pruned["jobs_handed_back"] == 0
+    assert job_row(clean_db, job_id)["status"] == "reserved"
+    os.kill(frozen.pid, signal.SIGKILL)
+    successor.wait_event("job_completed", job_id=job_id, timeout=60)
+    runs = read_runs(log)
+    assert [run.pid == holder for run in runs] == [True, False]
+    assert_one_run_at_a_time(runs)
+    assert ledger_count(clean_db) == 1
 
 
 def test_a_rolling_reload_strands_no_job(supervisor, enqueue, clean_db, tmp_path):

@@ -86,15 +86,18 @@ def test_a_job_that_keeps_killing_its_worker_is_poison(supervisor, enqueue, clea
 
 
 def test_children_leave_when_the_parent_is_killed(supervisor, enqueue, clean_db):
-    job_id = enqueue("slow_ledger", {"seconds": 1}, key="orphan-check")
+    """PDEATHSIG is a quick stop: with nobody left to extend its lease or enforce its
+    timeouts, the busy child stops its handler and gives the job back unused."""
+    job_id = enqueue("slow_ledger", {"seconds": 60}, key="orphan-check")
     sup = supervisor("--workers", "3")
     busy_child(sup, job_id)
     children = [child.pid for child in sup.wait_children(3)]
     sup.proc.kill()
     sup.proc.wait(5)
-    wait_gone(children, timeout=15)  # PDEATHSIG: idle ones at once, the busy one after its job
-    assert job_row(clean_db, job_id)["status"] == "done"  # it finished its job first
-    assert ledger_count(clean_db) == 1
+    wait_gone(children, timeout=15)   # long before the busy one's 60 s job could end
+    row = job_row(clean_db, job_id)
+    assert (row["status"], row["attempts"]) == ("ready", 0)
+    assert ledger_count(clean_db) == 0
 
 
 def test_sigterm_drains_running_jobs_and_exits_zero(supervisor, enqueue, clean_db):

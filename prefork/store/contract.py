@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from importlib import resources
-from typing import Any, ContextManager
+from typing import Any, Callable, ContextManager, NamedTuple
 
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..retry import Decision, RetryPolicy
@@ -19,6 +19,18 @@ from ..wakeups import doorbell
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"
+
+class HeldJob(NamedTuple):
+    """A reserved job of a silent supervisor, as prune_silent() shows it to `spare`."""
+    job_id: int
+    worker: str              # host:pid of the child that claimed it
+    seconds_since_write: float   # since its claim or its last extension (database clock)
+
+
+def spare_none(held: HeldJob) -> bool:
+    """prune_silent()'s default: every job of a silent supervisor goes back."""
+    return False
+
 
 # A row of a claim's read: id, job_type, queue, payload, attempts (before the
 # claim), max_attempts, idempotency_key, crashes.
@@ -223,9 +235,12 @@ class Store(abc.ABC):
         """Mark a supervisor stopped after a clean exit."""
 
     @abc.abstractmethod
-    def prune_silent(self, silent_seconds: float, limit: int = 10) -> list[tuple[int, int]]:
+    def prune_silent(self, silent_seconds: float, limit: int = 10,
+                     spare: Callable[[HeldJob], bool] = spare_none) -> list[tuple[int, int]]:
         """Mark supervisors silent for `silent_seconds` pruned and hand back the jobs
-        their children held; [(process id, jobs returned)] for those we pruned."""
+        their children held, but those spare() keeps (their holder still runs: they
+        come back when it gives them back or when their lease expires);
+        [(process id, jobs returned)] for those we pruned."""
 
     @abc.abstractmethod
     def control_state(self, host: str) -> tuple[datetime, datetime | None, set[str]]:

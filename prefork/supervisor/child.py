@@ -59,7 +59,10 @@ def run_child(spec: ChildSpec) -> None:
 def _child_main(spec: ChildSpec) -> int:
     _reset_signals()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
-    if not die_with_parent(signal.SIGTERM, spec.parent_pid):
+    # The parent's death is a quick stop (SIGQUIT): with nobody left to extend our
+    # lease or enforce a hard timeout, the job must not run on unsupervised while
+    # the supervisor that replaces ours hands it out again.
+    if not die_with_parent(signal.SIGQUIT, spec.parent_pid):
         return 0   # the parent died before the request took effect
     config = spec.config
     title = TitleTicker(spec.slot, config.queues)
@@ -78,8 +81,17 @@ def _child_main(spec: ChildSpec) -> int:
     worker = Worker(store, config, pipe, waker=Waker(extra_fd=spec.wake_fd),
                     idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
                     supervised=True)
-    pipe.on_parent_gone = worker.request_stop
-    signal.signal(signal.SIGTERM, lambda signum, frame: worker.request_stop())
+    pipe.on_parent_gone = worker.request_quick_stop
+
+    def stop(signum: int, frame: object) -> None:
+        """SIGTERM from a live parent drains: the job is finished. An orphan's (the
+        parent died: we were adopted) stops as quickly as the parent's death would."""
+        if os.getppid() == spec.parent_pid:
+            worker.request_stop()
+        else:
+            worker.request_quick_stop()
+
+    signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
     pipe.send(protocol.Ready(_connection_id(store)))
     try:

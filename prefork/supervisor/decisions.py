@@ -6,13 +6,16 @@ facts and act on the answer; tests/fast/test_supervisor_decisions.py checks
 the rules alone.
 """
 from datetime import datetime, timezone
-from typing import Optional, Protocol, Sequence, TypeVar
+from typing import Callable, Optional, Protocol, Sequence, TypeVar
 
 FIRST_RESTART_BACKOFF = 0.5    # seconds after the first failed start; doubles after each
 WRITE_BEHIND_AFTER = 1.0       # seconds a child's done job may wait for its batch's write
 # Causes of a stop that replace the child, one at a time, so that the pool never
 # surges past workers + 1 processes nor recycles all at once.
 ROLLING_CAUSES = ("reload", "restart", "max-items", "max-memory")
+# Seconds by which a process may seem to start after the claim it made: its start
+# time is read in clock ticks, the claim's time on the database's clock.
+START_TIME_SLACK = 1.0
 
 
 class ChildFacts(Protocol):
@@ -99,3 +102,17 @@ def lease_extension_due(since: float, now: float, lease_seconds: float) -> bool:
     """Only a job older than a third of the lease needs its lease extended: a fast
     job has finished (and its token is void) by the time we would ask."""
     return since <= now - lease_seconds / 3
+
+
+def holder_may_run(worker: str, seconds_since_claim: float, host: str,
+                   started_at: Callable[[int], Optional[float]], now: float) -> bool:
+    """May the worker (host:pid) that claimed a job of a silent supervisor still run
+    it? Only on our own host can we tell: while a process of that pid lives that
+    started before the claim (one started after it merely reuses the pid).
+    started_at(pid): a live process's start (Unix time), None when there is none.
+    Elsewhere, no: the silent supervisor's host is taken for gone."""
+    holder_host, _, pid = worker.rpartition(":")
+    if holder_host != host or not (pid.isascii() and pid.isdigit()):
+        return False
+    started = started_at(int(pid))
+    return started is not None and started <= now - seconds_since_claim + START_TIME_SLACK

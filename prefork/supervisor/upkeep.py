@@ -12,14 +12,17 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, TypeVar, Union
 
+import psutil
+
 from .. import __version__
 from ..errors import UserError
 from ..jobs import Lease, NewJob
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
-from ..store.contract import QueueFigures, Store
+from ..store.contract import HeldJob, QueueFigures, Store
 from .children import RunningJob
+from .decisions import holder_may_run
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
@@ -32,6 +35,27 @@ class HandBack(NamedTuple):
     lease: Lease
     cause: str
     charge: bool   # does the death count against the job?
+
+
+def holder_still_runs(held: HeldJob) -> bool:
+    """Does the child that claimed this job of a silent supervisor still run here?
+    Then its job must not be handed out again while it runs (decisions.holder_may_run)."""
+    return holder_may_run(held.worker, held.seconds_since_write, os.uname().nodename,
+                          process_started_at, time.time())
+
+
+def process_started_at(pid: int) -> Optional[float]:
+    """When the live process `pid` started (Unix time); None when there is none. One
+    we may not inspect counts as started long ago: it may be the holder."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process.create_time()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        return 0.0
 
 
 class Upkeep:
@@ -139,8 +163,8 @@ class Upkeep:
         self.next_beat_at = now + self.config.heartbeat_interval
         beat = self._with_store(lambda store: "alive" if store.heartbeat(
             self.process_id, self.config.queues, workers, children_json) else "pruned")
-        for process_id, jobs in self._with_store(
-                lambda store: store.prune_silent(self.config.supervisor_timeout)) or []:
+        for process_id, jobs in self._with_store(lambda store: store.prune_silent(
+                self.config.supervisor_timeout, spare=holder_still_runs)) or []:
             event("supervisor_pruned", level=logging.WARNING, process_id=process_id,
                   jobs_handed_back=jobs)
         if beat != "pruned":

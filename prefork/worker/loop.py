@@ -95,6 +95,7 @@ class Worker:
         # Alone, nobody would: each is written at once.
         self.supervised = supervised
         self.stopping = False
+        self.quick_stopping = False   # a handler about to start must not start
         self.running_handler = False
         self.processed = 0
         self.held: deque[Job] = deque()   # claimed in a batch, not started yet
@@ -113,6 +114,7 @@ class Worker:
     def request_quick_stop(self) -> None:
         """Stop now: a running handler is interrupted and its job released unused.
         Safe to call from a signal handler (that is where QuickStop is raised)."""
+        self.quick_stopping = True
         self.request_stop()
         if self.running_handler:
             raise QuickStop()
@@ -301,6 +303,8 @@ class Worker:
         soft_timeout, _ = registry.timeouts(job.type, self.config)
         self.running_handler = True
         try:
+            if self.quick_stopping:   # came after process() looked, before running_handler
+                raise QuickStop()
             with soft_deadline(soft_timeout):
                 handler(job)
         finally:

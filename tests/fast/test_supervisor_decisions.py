@@ -114,3 +114,38 @@ def test_write_behind_is_due_after_its_delay():
 def test_only_jobs_older_than_a_third_of_the_lease_need_an_extension():
     assert not decisions.lease_extension_due(since=100.0, now=105.0, lease_seconds=30.0)
     assert decisions.lease_extension_due(since=100.0, now=110.0, lease_seconds=30.0)
+
+
+# -- a silent supervisor's jobs: is their holder still running here? ------------------
+
+NOW = 1_000_000.0
+
+
+def started(**pids):
+    """started_at(pid) for these live processes ({"p<pid>": start time}); others: none."""
+    return lambda pid: pids.get(f"p{pid}")
+
+
+def test_a_live_holder_on_this_host_keeps_its_job():
+    alive = started(p42=NOW - 100)   # started 100 s ago, claimed 10 s ago
+    assert decisions.holder_may_run("host-a:42", 10, "host-a", alive, NOW)
+
+
+def test_a_gone_holder_or_one_on_another_host_gives_the_job_back():
+    assert not decisions.holder_may_run("host-a:42", 10, "host-a", started(), NOW)
+    alive = started(p42=NOW - 100)
+    assert not decisions.holder_may_run("host-b:42", 10, "host-a", alive, NOW)
+
+
+def test_a_process_started_after_the_claim_only_reuses_the_pid():
+    reused = started(p42=NOW - 5)   # claimed 10 s ago by a process now gone
+    assert not decisions.holder_may_run("host-a:42", 10, "host-a", reused, NOW)
+    just_before = started(p42=NOW - 10 + decisions.START_TIME_SLACK / 2)   # clock ticks
+    assert decisions.holder_may_run("host-a:42", 10, "host-a", just_before, NOW)
+
+
+def test_a_worker_field_we_did_not_write_gives_the_job_back():
+    alive = started(p42=NOW - 100)
+    for worker in ("", "host-a", "host-a:", "host-a:4²", "host-a:-42"):
+        assert not decisions.holder_may_run(worker, 10, "host-a", alive, NOW)
+    assert decisions.holder_may_run("host:with:colons:42", 10, "host:with:colons", alive, NOW)

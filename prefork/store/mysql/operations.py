@@ -5,17 +5,18 @@ named in queries.py.
 Every time is the server's UTC_TIMESTAMP(6), so hosts with skewed clocks agree.
 """
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from ...jobs import JobStatus
-from ..contract import SILENT_SUPERVISOR_ERROR, StatusRows
+from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
 from .queries import (
     CONTROL,
     COUNT_FINISHED,
     DISCARD_DEAD,
     DONE_SINCE,
     HEARTBEAT,
+    JOBS_OF,
     LIVE_COUNTS,
     MARK_PRUNED,
     PAUSED_QUEUES,
@@ -51,20 +52,28 @@ class MySQLOperations(MySQLSession):
     def stop_process(self, process_id: int) -> None:
         self._rowcount(STOP, (process_id,))
 
-    def prune_silent(self, silent_seconds: float, limit: int = 10) -> list[tuple[int, int]]:
+    def prune_silent(self, silent_seconds: float, limit: int = 10,
+                     spare: Callable[[HeldJob], bool] = spare_none) -> list[tuple[int, int]]:
         pruned = []
         for (process_id,) in self._all(SILENT, (micros(silent_seconds), limit)):
             returned = self._retry_contention(
-                functools.partial(self._prune_one, process_id, silent_seconds))
+                functools.partial(self._prune_one, process_id, silent_seconds, spare))
             if returned is not None:
                 pruned.append((process_id, returned))
         return pruned
 
-    def _prune_one(self, process_id: int, silent_seconds: float) -> int | None:
+    def _prune_one(self, process_id: int, silent_seconds: float,
+                   spare: Callable[[HeldJob], bool]) -> int | None:
         with self._transaction() as cursor:
             if cursor.execute(MARK_PRUNED, (process_id, micros(silent_seconds))) != 1:
                 return None   # it beat again, or another supervisor got there first
-            return cursor.execute(RETURN_JOBS_OF, (SILENT_SUPERVISOR_ERROR, process_id))
+            cursor.execute(JOBS_OF, (process_id,))
+            ids = [job_id for job_id, worker, micros_since in cursor.fetchall()
+                   if not spare(HeldJob(job_id, worker or "", micros_since / 1e6))]
+            if not ids:
+                return 0
+            return cursor.execute(RETURN_JOBS_OF.format(ids=placeholders(len(ids))),
+                                  (SILENT_SUPERVISOR_ERROR, *ids, process_id))
 
     # -- control ---------------------------------------------------------------------
 

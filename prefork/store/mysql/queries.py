@@ -270,14 +270,23 @@ MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " WHERE id = %s AND state = 'running'"
                " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
 
-# The vanished supervisor's jobs, as lease expiry would return them (the
-# attempt was used), but now instead of when each lease runs out.
+# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
+# how long ago its claim or last extension was written, by the server's clock.
+# No locking read: RETURN_JOBS_OF checks again what it returns.
+JOBS_OF = (
+    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    " WHERE status = 'reserved' AND process_id = %s")
+
+# Those of them ({ids}) whose holder is gone, as lease expiry would return them
+# (the attempt was used), but now instead of when each lease runs out.
 RETURN_JOBS_OF = (
-    "UPDATE prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
     " SET status = IF(attempts >= max_attempts, 'dead', 'ready'), last_error = %s,"
     " lease_token = NULL, lease_until = NULL, available_at = UTC_TIMESTAMP(6),"
     " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL),"
-    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'reserved' AND process_id = %s")
+    " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'reserved'"
+    " AND process_id = %s")
 
 # --- control, status and pruning -----------------------------------------------------------------
 

@@ -4,13 +4,13 @@ named in queries.py.
 
 Times are this host's UTC clock, as stored text (see file.py).
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...jobs import JobStatus
-from ..contract import SILENT_SUPERVISOR_ERROR, StatusRows
+from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
 from .file import stamp, utc_now
 from .queries import (
     CONTROL,
@@ -18,6 +18,7 @@ from .queries import (
     DISCARD_DEAD,
     DONE_SINCE,
     HEARTBEAT,
+    JOBS_OF,
     LIVE_COUNTS,
     MARK_PRUNED,
     PAUSED_QUEUES,
@@ -55,7 +56,8 @@ class SQLiteOperations(SQLiteSession):
     def stop_process(self, process_id: int) -> None:
         self._write_one(STOP, {"id": process_id})
 
-    def prune_silent(self, silent_seconds: float, limit: int = 10) -> list[tuple[int, int]]:
+    def prune_silent(self, silent_seconds: float, limit: int = 10,
+                     spare: Callable[[HeldJob], bool] = spare_none) -> list[tuple[int, int]]:
         pruned = []
         with self._write() as cursor:
             since = _stamp_ago(silent_seconds)
@@ -63,9 +65,7 @@ class SQLiteOperations(SQLiteSession):
             for process_id in ids:
                 cursor.execute(MARK_PRUNED, {"id": process_id, "since": since})
                 if cursor.rowcount == 1:
-                    cursor.execute(RETURN_JOBS_OF, {"id": process_id, "now": stamp(utc_now()),
-                                                    "error": SILENT_SUPERVISOR_ERROR})
-                    pruned.append((process_id, cursor.rowcount))
+                    pruned.append((process_id, _return_jobs_of(cursor, process_id, spare)))
         return pruned
 
     # -- control ---------------------------------------------------------------------
@@ -122,6 +122,21 @@ class SQLiteOperations(SQLiteSession):
             return 0
         ids, params = placeholders("id", job_ids)
         return self._write_one(DISCARD_DEAD.format(ids=ids), params)
+
+
+def _return_jobs_of(cursor: Any, process_id: int, spare: Callable[[HeldJob], bool]) -> int:
+    """Return the jobs of a pruned supervisor but those spare() keeps; how many."""
+    now = utc_now()
+    held = [HeldJob(job_id, worker or "", (now - datetime.fromisoformat(written)).total_seconds())
+            for job_id, worker, written in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
+    returned = [job.job_id for job in held if not spare(job)]
+    if not returned:
+        return 0
+    ids, params = placeholders("id", returned)
+    cursor.execute(RETURN_JOBS_OF.format(ids=ids), {**params, "id": process_id,
+                                                    "now": stamp(now),
+                                                    "error": SILENT_SUPERVISOR_ERROR})
+    return int(cursor.rowcount)
 
 
 def _stamp_ago(seconds: float) -> str:

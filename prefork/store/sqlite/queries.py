@@ -176,14 +176,19 @@ SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running' AND heartbea
 MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " WHERE id = :id AND state = 'running' AND heartbeat_at < :since")
 
-# The vanished supervisor's jobs, as lease expiry would return them (the
-# attempt was used), but now instead of when each lease runs out.
+# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
+# when its claim or last extension was written.
+JOBS_OF = ("SELECT id, locked_by, updated_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
+           " WHERE status = 'reserved' AND process_id = :id")
+
+# Those of them ({ids}) whose holder is gone, as lease expiry would return them
+# (the attempt was used), but now instead of when each lease runs out.
 RETURN_JOBS_OF = (
-    "UPDATE prefork_jobs INDEXED BY ix_prefork_jobs_lease"
+    "UPDATE prefork_jobs"
     " SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
     " last_error = :error, lease_token = NULL, lease_until = NULL, available_at = :now,"
     " finished_at = CASE WHEN attempts >= max_attempts THEN :now END, updated_at = :now"
-    " WHERE status = 'reserved' AND process_id = :id")
+    " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = :id")
 
 # --- control, status and pruning -----------------------------------------------------------------
 
