@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 KEYS = ("type", "cron", "every", "payload", "queue", "priority", "max_attempts", "catch_up")
 CATCH_UP = ("none", "latest")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")   # whole names only: fullmatch
 SLACK = timedelta(seconds=2)          # a tick stays due this long after the next one
 RETRY_INTERVAL = 1.0                  # seconds between tries while the database is away
 JUST_BEFORE = timedelta(microseconds=1)
@@ -152,7 +152,7 @@ def build(config: Any, known_types: Collection[str],
 
 
 def _parse(name: str, keys: Mapping[str, str], config: Any, fail: Fail) -> Schedule:
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise fail("invalid schedule name: use 1-128 of A-Z a-z 0-9 _ . -")
     unknown = sorted(set(keys) - set(KEYS))
     if unknown:

@@ -48,7 +48,7 @@ from ..jobs import JOB_TYPE_PATTERN, Job
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute
 
 KEYS = ("argv", "timeout", "cwd", "env", "allow_option_values")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")   # whole names only: fullmatch
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 
@@ -167,7 +167,7 @@ def _parse_env(text: str, fail: Fail) -> tuple[tuple[str, str], ...]:
     pairs: list[tuple[str, str]] = []
     for item in items:
         name, equals, value = item.partition("=")
-        if not equals or not ENV_NAME.match(name):
+        if not equals or not ENV_NAME.fullmatch(name):
             raise fail(f"env entries are NAME=VALUE, got {name or item!r}")
         if name.startswith(OWN_ENV_PREFIXES):
             raise fail(f"env cannot set {name}: {' and '.join(p + '*' for p in OWN_ENV_PREFIXES)}"
