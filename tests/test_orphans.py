@@ -9,12 +9,15 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+import psutil
 import pytest
 from conftest import APPS as APPS_DIR
 from conftest import ROOT, job_row, scalar, wait_until
 from harness import supervisor_starter, wait_gone
 
 from prefork.jobs import new_job
+from prefork.logs import current_host_pid
+from prefork.supervisor.upkeep import holder_still_runs
 
 FAST_REGISTRY = ("--heartbeat-interval", "0.3", "--supervisor-timeout", "2")
 
@@ -145,6 +148,27 @@ def test_a_silent_supervisors_running_job_is_not_handed_out_again(
     assert [run.pid == holder for run in runs] == [True, False]
     assert_one_run_at_a_time(runs)
     assert ledger_count(clean_db) == 1
+
+
+def test_a_prune_spares_the_jobs_of_live_holders_on_this_host_only(backend_store, db):
+    """The store's side, on every backend, with the supervisor's real check: a job whose
+    holder runs here (this test's own process) is spared; one whose holder is gone
+    here, or runs on another host, goes back."""
+    s = backend_store()
+    silent = s.register_process("host-a", 100, ["default"], 3, "0.1.0")
+    host, _, _ = current_host_pid().rpartition(":")
+    gone = free_pid()
+    ids = [s.enqueue(new_job("noop", key=f"k{n}")) for n in range(3)]
+    for worker in (current_host_pid(), f"{host}:{gone}", f"elsewhere-{host}:{os.getpid()}"):
+        s.claim(["default"], worker, 300, process_id=silent)
+    db.sleep(0.3)
+    assert s.prune_silent(0.2, spare=holder_still_runs) == [(silent, 2)]
+    assert [db.row(job_id)["status"] for job_id in ids] == ["reserved", "ready", "ready"]
+
+
+def free_pid():
+    """A pid no process has now."""
+    return next(pid for pid in range(2 ** 22 - 1, 1, -1) if not psutil.pid_exists(pid))
 
 
 def test_a_rolling_reload_strands_no_job(supervisor, enqueue, clean_db, tmp_path):
