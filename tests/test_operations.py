@@ -37,7 +37,7 @@ def test_a_silent_supervisor_is_pruned_and_its_jobs_come_back(backend_store, db)
             ("ready", "supervisor vanished", 1)
     assert db.row(other)["status"] == "reserved"   # the live supervisor's job stays
     s.stop_process(alive)
-    assert status_report.build(s.status())["supervisors"] == []
+    assert status_report.build(s.status(), heartbeat_interval=5.0)["supervisors"] == []
 
 
 def test_a_paused_queue_is_not_claimed_and_resumes(backend_store):
@@ -80,7 +80,7 @@ def test_status_counts_live_jobs_and_recent_done_per_queue(backend_store, db):
     done, dead, reserved = s.claim(["default"], WORKER, 30, limit=3)
     s.complete(done)
     s.fail(dead, "Boom", Decision(dead=True, delay=0))
-    report = status_report.build(s.status())
+    report = status_report.build(s.status(), heartbeat_interval=5.0)
     waited = time.monotonic() - enqueued
     default = dict(report["queues"]["default"])
     age = default.pop("oldest_ready_age_s")

@@ -52,11 +52,13 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
 
-@command("status", "Supervisors on every host and what their workers do; per queue: ready, "
-         "delayed, reserved, dead, done in the last hour, oldest ready job.",
+@command("status", "Supervisors on every host and what their workers do (as of each one's "
+         "last heartbeat; stale when it is older than twice --heartbeat-interval); per queue: "
+         "ready, delayed, reserved, dead, done in the last hour, oldest ready job.",
          arguments=_status_arguments)
 def status_command(args: argparse.Namespace, config: Config) -> None:
-    report = status_report.build(checked_store(config).status(status_report.DONE_WINDOW))
+    report = status_report.build(checked_store(config).status(status_report.DONE_WINDOW),
+                                 config.heartbeat_interval)
     print(json.dumps(report, indent=2, default=str) if args.json else status_report.render(report))
 
 

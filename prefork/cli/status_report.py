@@ -1,7 +1,12 @@
 """`prefork-queue status`: what every supervisor and queue is doing, from the store's
-raw status rows, as a table for people or JSON for scripts."""
+raw status rows, as a table for people or JSON for scripts.
+
+Ages are on the database's clock (the store computes them); what a supervisor's
+workers do is as of its last heartbeat, and a supervisor silent for more than
+STALE_BEATS heartbeat intervals is marked stale (killed or hung: its row stays
+"running" until another supervisor prunes it)."""
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..jobs import JobStatus
@@ -12,10 +17,13 @@ Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
 QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "done_last_hour")
+STALE_BEATS = 2
 
 
-def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], Any]) -> Report:
-    """The report from Store.status(): {"supervisors": [...], "queues": {...}}."""
+def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], Any],
+          heartbeat_interval: float) -> Report:
+    """The report from Store.status(): {"supervisors": [...], "queues": {...}}; a
+    supervisor is stale when its heartbeat is older than STALE_BEATS intervals."""
     processes, live, done, paused = raw
     queues: dict[str, Row] = {}
 
@@ -36,20 +44,23 @@ def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], A
         queue(name)["jobs_per_min"] = round(count / (DONE_WINDOW / 60), 2)
     for name in paused:
         queue(name)
-    return {"supervisors": [_supervisor(process) for process in processes],
+    return {"supervisors": [_supervisor(process, heartbeat_interval) for process in processes],
             "queues": dict(sorted(queues.items()))}
 
 
-def _supervisor(process: Row) -> Row:
+def _supervisor(process: Row, heartbeat_interval: float) -> Row:
+    age = float(process["heartbeat_age_s"])
     return {"id": process["id"], "host": process["host"], "pid": process["pid"],
             "queues": process["queues"].split(","), "workers": process["workers"],
-            "version": process["version"], "started_at": _text(process["started_at"]),
-            "heartbeat_age_s": round(float(process["heartbeat_age_s"]), 1),
+            "version": process["version"], "started_at": _utc_text(process["started_at"]),
+            "heartbeat_at": _utc_text(process["heartbeat_at"]),
+            "heartbeat_age_s": round(age, 1), "stale": age > STALE_BEATS * heartbeat_interval,
             "children": json.loads(process["children"] or "[]")}
 
 
-def _text(moment: Any) -> Any:
-    return moment.isoformat(sep=" ", timespec="seconds") if isinstance(moment, datetime) else moment
+def _utc_text(moment: datetime) -> str:
+    """A store's naive UTC time as ISO 8601 with its zone: 2026-12-01T08:00:00+00:00."""
+    return moment.replace(tzinfo=timezone.utc).isoformat(timespec="seconds")
 
 
 def render(report: Report) -> str:
@@ -58,9 +69,12 @@ def render(report: Report) -> str:
     if not report["supervisors"]:
         lines.append("  (none running)")
     for sup in report["supervisors"]:
-        lines.append(f"  {sup['host']}:{sup['pid']}  [{','.join(sup['queues'])}]  "
-                     f"workers {len(sup['children'])}/{sup['workers']}  since {sup['started_at']}"
-                     f"  heartbeat {sup['heartbeat_age_s']}s ago  v{sup['version']}")
+        age = sup["heartbeat_age_s"]
+        stale = (f"  STALE: no heartbeat for {age}s (killed or hung; another supervisor "
+                 f"prunes it)" if sup["stale"] else "")
+        lines.append(f"  {sup['host']}:{sup['pid']}  [{','.join(sup['queues'])}]{stale}  "
+                     f"workers {len(sup['children'])}/{sup['workers']} as of {age}s ago  "
+                     f"since {sup['started_at']}  v{sup['version']}")
         for child in sup["children"]:
             doing = (f"busy job {child['job_id']} {child['type']} {child['seconds']}s"
                      if child.get("job_id") else child["state"])

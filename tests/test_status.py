@@ -1,0 +1,78 @@
+"""`status` after a supervisor was killed (issue 12): stale once its heartbeat is older
+than two intervals, its workers shown as of that heartbeat, times with their zone."""
+import json
+import os
+import signal
+from datetime import datetime, timedelta
+
+import pytest
+from conftest import run_cli, wait_until
+from harness import supervisor_starter, wait_gone
+
+from prefork import config as config_module
+from prefork.jobs import new_job
+from prefork.store import open_store
+
+# Heartbeats every second; nobody prunes within the test (the killed supervisor stays
+# "running" in the registry, as it does when no other supervisor is up to prune it).
+REGISTRY = ("--heartbeat-interval", "1", "--supervisor-timeout", "600")
+
+
+@pytest.fixture(params=["mysql", "sqlite"])
+def queue_dsn(request):
+    if request.param == "mysql":
+        request.getfixturevalue("clean_db")
+        return request.getfixturevalue("migrated")
+    return request.getfixturevalue("sqlite_migrated")
+
+
+def status(dsn, *args):
+    result = run_cli("status", *REGISTRY, *args, dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def supervisors_by_pid(dsn):
+    return {sup["pid"]: sup for sup in json.loads(status(dsn, "--json"))["supervisors"]}
+
+
+def test_a_killed_supervisor_shows_stale_with_its_last_workers_as_of_then(tmp_path, queue_dsn):
+    config = config_module.load({"dsn": queue_dsn}, environ={})
+    store = open_store(config)
+    try:
+        job_id = store.enqueue(new_job("sleep", {"seconds": 120}))
+    finally:
+        store.close()
+    with supervisor_starter(tmp_path, queue_dsn, "--app", "ledger_app", *REGISTRY) as start:
+        doomed = start("--workers", "2", "--lease-seconds", "300")
+        live = start("--workers", "1", "--queues", "other")
+        doomed.wait_event("job_claimed", job_id=job_id)
+
+        def busy_reported():
+            sups = supervisors_by_pid(queue_dsn)
+            children = sups.get(doomed.pid, {}).get("children", [])
+            return sups if live.pid in sups and any(
+                c.get("job_id") == job_id for c in children) else None
+
+        before = wait_until(busy_reported, timeout=30, message="the busy worker reported")
+        assert not before[doomed.pid]["stale"] and not before[live.pid]["stale"]
+        children = [child.pid for child in doomed.children()]
+        os.killpg(doomed.pid, signal.SIGKILL)
+        wait_gone([doomed.pid] + children)
+
+        sups = wait_until(lambda: (lambda s: s if s[doomed.pid]["stale"] else None)(
+            supervisors_by_pid(queue_dsn)), timeout=30, message="the killed one stale")
+        dead, alive = sups[doomed.pid], sups[live.pid]
+        assert dead["heartbeat_age_s"] >= 2 and not alive["stale"]
+        assert any(c.get("job_id") == job_id for c in dead["children"])   # as last reported
+        for sup in (dead, alive):
+            for name in ("started_at", "heartbeat_at"):
+                assert datetime.fromisoformat(sup[name]).utcoffset() == timedelta(0), sup[name]
+        heartbeat_at = datetime.fromisoformat(dead["heartbeat_at"])
+        assert heartbeat_at < datetime.fromisoformat(alive["heartbeat_at"])
+
+        lines = status(queue_dsn).splitlines()
+        (dead_line,) = [line for line in lines if f":{doomed.pid} " in line]
+        (alive_line,) = [line for line in lines if f":{live.pid} " in line]
+        assert "STALE: no heartbeat for" in dead_line and "workers 2/2 as of" in dead_line
+        assert "STALE" not in alive_line and "as of" in alive_line
