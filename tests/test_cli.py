@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime, timedelta
 
 import pymysql
 import pytest
@@ -15,7 +16,9 @@ from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar
 
 from prefork.cli.main import parse
 from prefork.cli.parser import with_default_command
+from prefork.cli.status_report import utc_text
 from prefork.jobs import new_job
+from prefork.retry import Decision
 
 JOBS = "SELECT COUNT(*) FROM prefork_jobs"
 
@@ -327,6 +330,33 @@ def test_show_prints_one_job_as_json(migrated, clean_db, store):
     assert json.loads(shown["payload"]) == {"n": 5}
     assert_refused(run_cli("show", str(job_id + 1000), dsn=migrated), f"no job {job_id + 1000}")
     assert_refused(run_cli("show", "seven", dsn=migrated), "ID")
+
+
+def test_show_says_when_a_ready_job_not_due_yet_runs(migrated, clean_db, store):
+    s = store()
+    due = s.enqueue(new_job("noop", key="due"))
+    delayed = s.enqueue(new_job("noop", key="delayed", delay=3600))
+    backing_off = s.enqueue(new_job("noop", key="backoff"))
+    (job,) = s.claim(["default"], "host-a:10", 30)
+    assert job.id == due
+    s.complete(job)
+    (job,) = s.claim(["default"], "host-a:10", 30)
+    assert job.id == backing_off
+    s.fail(job, "Boom", Decision(dead=False, delay=600))
+
+    def shown(job_id):
+        result = run_cli("show", str(job_id), dsn=migrated)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    retrying, waiting_first = shown(backing_off), shown(delayed)
+    assert retrying["status"] == waiting_first["status"] == "ready"
+    assert retrying["waiting"] == \
+        f"retrying at {utc_text(datetime.fromisoformat(retrying['available_at']))}"
+    assert waiting_first["waiting"].startswith("delayed until ")
+    moment = datetime.fromisoformat(waiting_first["waiting"].removeprefix("delayed until "))
+    assert moment.utcoffset() == timedelta(0)
+    assert "waiting" not in shown(due)
 
 
 # --- migrate --------------------------------------------------------------------------------

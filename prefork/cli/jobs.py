@@ -3,18 +3,21 @@ import argparse
 import json
 import logging
 import signal
+from datetime import datetime
 from types import FrameType
 from typing import Any, Iterable, Optional
 
 from .. import logs, registry
 from ..config import Config
 from ..errors import UserError
-from ..jobs import TOO_DEEP_TO_ENQUEUE, NewJob, new_job
+from ..jobs import TOO_DEEP_TO_ENQUEUE, JobStatus, NewJob, new_job
 from ..progress import Progress
 from ..store import driver_errors
+from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
 from .parser import command, whole_number
+from .status_report import utc_text
 
 BULK_CHUNK = 1000
 JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts"}
@@ -184,9 +187,27 @@ def _show_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=int, metavar="ID")
 
 
-@command("show", "Show one job.", arguments=_show_arguments)
+@command("show", "Show one job, as JSON; a ready job that is not due yet says when it runs "
+         "(\"waiting\": \"retrying at TIME\" after a failed attempt, \"delayed until TIME\" "
+         "before its first; UTC).", arguments=_show_arguments)
 def show_command(args: argparse.Namespace, config: Config) -> None:
-    job = checked_store(config).get(args.id)
+    store = checked_store(config)
+    job = store.get(args.id)
     if job is None:
         raise UserError(f"no job {args.id}")
-    print(json.dumps(job, default=str, indent=2))
+    database_now = store.control_state("*")[0]
+    print(json.dumps(_with_waiting(job, database_now), default=str, indent=2))
+
+
+def _with_waiting(job: JobRow, now: datetime) -> JobRow:
+    """The job, with "waiting" after its status when it is ready but not due at `now`."""
+    if job["status"] != JobStatus.READY or job["available_at"] <= now:
+        return job
+    when = utc_text(job["available_at"])
+    waiting = f"retrying at {when}" if job["attempts"] else f"delayed until {when}"
+    shown: JobRow = {}
+    for name, value in job.items():
+        shown[name] = value
+        if name == "status":
+            shown["waiting"] = waiting
+    return shown

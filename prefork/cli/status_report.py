@@ -52,13 +52,13 @@ def _supervisor(process: Row, heartbeat_interval: float) -> Row:
     age = float(process["heartbeat_age_s"])
     return {"id": process["id"], "host": process["host"], "pid": process["pid"],
             "queues": process["queues"].split(","), "workers": process["workers"],
-            "version": process["version"], "started_at": _utc_text(process["started_at"]),
-            "heartbeat_at": _utc_text(process["heartbeat_at"]),
+            "version": process["version"], "started_at": utc_text(process["started_at"]),
+            "heartbeat_at": utc_text(process["heartbeat_at"]),
             "heartbeat_age_s": round(age, 1), "stale": age > STALE_BEATS * heartbeat_interval,
             "children": json.loads(process["children"] or "[]")}
 
 
-def _utc_text(moment: datetime) -> str:
+def utc_text(moment: datetime) -> str:
     """A store's naive UTC time as ISO 8601 with its zone: 2026-12-01T08:00:00+00:00."""
     return moment.replace(tzinfo=timezone.utc).isoformat(timespec="seconds")
 
