@@ -320,6 +320,25 @@ def test_failed_lists_dead_jobs_without_payloads_and_retry_puts_them_back(migrat
         assert_refused(run_cli(*bad, dsn=migrated))
 
 
+def test_failed_marks_a_cut_error_and_show_prints_it_whole(migrated, clean_db, store):
+    s = store()
+    long_error = "ValueError: the invoice total does not match its lines (account 7)"
+    errors = {s.enqueue(new_job("noop", key="short")): "Boom",
+              s.enqueue(new_job("noop", key="long")): long_error}
+    for job in s.claim(["default"], "host-a:10", 30, limit=2):
+        s.fail(job, errors[job.id], Decision(dead=True, delay=0))
+    failed = run_cli("failed", dsn=migrated)
+    assert failed.returncode == 0, failed.stderr
+    listed = {int(line.split()[0]): line for line in failed.stdout.splitlines()[1:]}
+    (long_id,) = [job_id for job_id, error in errors.items() if error == long_error]
+    (short_id,) = set(errors) - {long_id}
+    assert f" {long_error[:31]}\u2026 " in listed[long_id] and "(account 7)" not in listed[long_id]
+    assert " Boom " in listed[short_id] and "\u2026" not in listed[short_id]
+    assert "show ID" in run_cli("failed", "--help", dsn=migrated).stdout
+    shown = json.loads(run_cli("show", str(long_id), dsn=migrated).stdout)
+    assert shown["last_error"] == long_error
+
+
 def test_show_prints_one_job_as_json(migrated, clean_db, store):
     job_id = store().enqueue(new_job("noop", {"n": 5}, key="show-1", queue="mail"))
     result = run_cli("show", str(job_id), dsn=migrated)

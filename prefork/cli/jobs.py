@@ -20,6 +20,8 @@ from .parser import command, whole_number
 from .status_report import utc_text
 
 BULK_CHUNK = 1000
+ERROR_WIDTH = 32   # `failed` shows this much of each error
+CUT = "\u2026"      # ends an error `failed` cut (an ellipsis)
 JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts"}
 
 
@@ -160,13 +162,22 @@ def _failed_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=whole_number, default=100)
 
 
-@command("failed", "List dead jobs (never their payloads).", arguments=_failed_arguments)
+@command("failed", f"List dead jobs (never their payloads). An error longer than {ERROR_WIDTH} "
+         f"characters is cut and ends in {CUT}: `show ID` prints it whole.",
+         arguments=_failed_arguments)
 def failed_command(args: argparse.Namespace, config: Config) -> None:
     rows = checked_store(config).dead_jobs(queue=args.queue, limit=args.limit)
-    print(f"{'ID':>10}  {'QUEUE':<16} {'TYPE':<28} {'ATT':>3}  {'ERROR':<32} FINISHED (UTC)")
+    print(f"{'ID':>10}  {'QUEUE':<16} {'TYPE':<28} {'ATT':>3}  {'ERROR':<{ERROR_WIDTH}} "
+          "FINISHED (UTC)")
     for row in rows:
         print(f"{row['id']:>10}  {row['queue']:<16} {row['job_type']:<28} {row['attempts']:>3}  "
-              f"{(row['last_error'] or '')[:32]:<32} {row['finished_at']}")
+              f"{_cut(row['last_error'] or ''):<{ERROR_WIDTH}} {row['finished_at']}")
+
+
+def _cut(error: str) -> str:
+    """The error on one line, cut to ERROR_WIDTH with CUT as its last character if longer."""
+    line = " ".join(error.split())
+    return line if len(line) <= ERROR_WIDTH else line[:ERROR_WIDTH - len(CUT)] + CUT
 
 
 def _retry_arguments(parser: argparse.ArgumentParser) -> None:
