@@ -4,6 +4,8 @@ Handlers are looked up by the job type string only; nothing in job data can
 name a module or class to import.
 """
 import importlib
+import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -58,7 +60,15 @@ def registered_types() -> list[str]:
 
 
 def import_apps(module_names: Iterable[str]) -> None:
-    """Import the application modules that register handlers (once, in the parent)."""
+    """Import the application modules that register handlers (once, in the parent).
+
+    The working directory comes first on the import path, as Celery and Gunicorn
+    put it: `--app myapp.tasks` finds ./myapp without PYTHONPATH=. (the
+    `prefork-queue` script, unlike `python -m`, does not put it there).
+    """
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
     for name in module_names:
         try:
             importlib.import_module(name)

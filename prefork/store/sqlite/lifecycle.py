@@ -15,6 +15,7 @@ from ...jobs import Job, JobStatus, Lease
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job
 from .file import stamp, times, utc_now
+from .paramstyle import FormatCursor
 from .queries import (
     CLAIM_RESERVE,
     CLAIM_SELECT,
@@ -83,12 +84,14 @@ class SQLiteLifeCycle(SQLiteSession):
     # -- one job under its lease -----------------------------------------------------------
 
     @contextmanager
-    def completing(self, job: Job) -> Iterator[sqlite3.Cursor]:
+    def completing(self, job: Job) -> Iterator[FormatCursor]:
         with self._write() as cursor:
             cursor.execute(HOLDS_LEASE, {**_lease(job.lease), **times(utc_now())})
             if cursor.fetchone() is None:
                 raise LeaseLost(f"job {job.id}: lease lost before completion")
-            yield cursor
+            # The handler's cursor, in the same transaction, takes %s as on MySQL.
+            with closing(cursor.connection.cursor(FormatCursor)) as handler_cursor:
+                yield handler_cursor
             # Fenced again: the lease may have run out while the effect was written.
             cursor.execute(COMPLETE, {**_lease(job.lease), **times(utc_now())})
             if cursor.rowcount != 1:
