@@ -90,7 +90,7 @@ class Job:
         Write the job's business effect with it; the effect and the completion
         commit together, and both are rolled back (LeaseLost raised) when the
         lease was lost to another worker. The cursor is the backend's own
-        (PyMySQL or sqlite3).
+        (PyMySQL, or sqlite3 on SQLite); on both it takes `%s` placeholders.
         """
         if self._store is None:
             raise RuntimeError("this Job was not claimed from a store: it has no transaction")
