@@ -13,6 +13,15 @@ class UserError(Exception):
     """Bad input from the user (config, DSN, JSON, option...): one line, no traceback."""
 
 
+class NoQueueDatabase(UserError):
+    """The database named has no queue schema (a SQLite file: maybe no file at all).
+    Only `run` (on SQLite) and `migrate` create one; the rest refuse with this line,
+    so a producer with a forgotten DSN does not fill a database no worker reads."""
+
+    def __init__(self, where: str, remedy: str = "start the supervisor or run migrate") -> None:
+        super().__init__(f"no queue database at {where}: {remedy}, or set the DSN")
+
+
 class DatabaseUnavailable(UserError):
     """The database cannot be reached or refuses us; the message names the problem."""
 

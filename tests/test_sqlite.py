@@ -15,7 +15,7 @@ import pytest
 from conftest import run_cli
 
 from prefork import config as config_module
-from prefork.errors import DatabaseUnavailable, UserError
+from prefork.errors import DatabaseUnavailable, NoQueueDatabase, UserError
 from prefork.jobs import new_job
 from prefork.logs import LOGGER
 from prefork.store import open_store
@@ -100,10 +100,11 @@ def test_eight_processes_claim_every_job_exactly_once(sqlite_migrated, sqlite_db
     assert sum(1 for _, ids in reports if ids) > 1, "the processes did not overlap"
 
 
-def open_and_enqueue(start, results, dsn):
+def migrate_and_enqueue(start, results, dsn):
     try:
         start.wait(30)
-        store = SQLiteStore(sqlite_config(dsn))
+        store = SQLiteStore(sqlite_config(dsn), create=True)
+        store.migrate()
         store.enqueue(new_job("noop", key=f"opener-{os.getpid()}"))
         store.close()
         results.put(("ok", None))
@@ -111,9 +112,9 @@ def open_and_enqueue(start, results, dsn):
         results.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def test_eight_processes_opening_a_new_file_at_once_apply_the_schema_once(tmp_path):
+def test_eight_processes_migrating_a_new_file_at_once_apply_the_schema_once(tmp_path):
     dsn = f"sqlite:///{tmp_path / 'new.db'}"
-    reports = run_in_processes(open_and_enqueue, dsn)
+    reports = run_in_processes(migrate_and_enqueue, dsn)
     assert reports == [("ok", None)] * PROCESSES
     conn = sqlite3.connect(tmp_path / "new.db")
     try:
@@ -195,13 +196,19 @@ def test_dsn_forms_relative_and_absolute():
             parse_dsn(bad)
 
 
-def test_first_open_creates_the_file_with_its_schema_in_wal_mode(tmp_path, monkeypatch):
+def test_only_an_open_that_may_create_creates_the_file_and_migrate_applies_the_schema(
+        tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    store = open_store(sqlite_config("sqlite:///first.db"))
+    with pytest.raises(NoQueueDatabase, match="no queue database at sqlite:///first.db"):
+        open_store(sqlite_config("sqlite:///first.db"))
+    assert os.listdir(tmp_path) == []
+    store = open_store(sqlite_config("sqlite:///first.db"), create=True)
     try:
         assert isinstance(store, SQLiteStore) and store.path == str(tmp_path / "first.db")
+        versions = [version for version, _, _ in packaged_migrations("sqlite")]
+        assert store.migrate() == versions   # the open created the file, not the schema
         store.check_schema()
-        assert store.migrate() == []  # already applied by the open
+        assert store.migrate() == []
         assert store.counts() == {}
     finally:
         store.close()
@@ -229,15 +236,16 @@ def file_modes(path):
 def test_a_new_database_file_and_its_wal_and_shm_are_private_whatever_the_umask(tmp_path):
     path = tmp_path / "private.db"
     with umask(0o022):
-        store = open_store(sqlite_config(f"sqlite:///{path}"))
+        store = open_store(sqlite_config(f"sqlite:///{path}"), create=True)
         try:
+            store.migrate()
             store.enqueue(new_job("noop", payload={"card": "4111"}))   # the WAL holds it now
             assert file_modes(path) == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
         finally:
             store.close()
     cli_made = tmp_path / "cli.db"
-    enqueued = run_cli("enqueue", "noop", dsn=f"sqlite:///{cli_made}")
-    assert enqueued.returncode == 0, enqueued.stderr
+    migrated = run_cli("migrate", dsn=f"sqlite:///{cli_made}")
+    assert migrated.returncode == 0, migrated.stderr
     assert os.stat(cli_made).st_mode & 0o777 == 0o600
 
 
@@ -246,8 +254,9 @@ def test_an_existing_database_file_keeps_its_mode(tmp_path):
     path.touch()
     path.chmod(0o640)   # the operator's choice, e.g. a group that reads the queue
     with umask(0o022):
-        store = open_store(sqlite_config(f"sqlite:///{path}"))
+        store = open_store(sqlite_config(f"sqlite:///{path}"), create=True)
         try:
+            store.migrate()
             store.enqueue(new_job("noop"))
             assert file_modes(path) == {"": 0o640, "-wal": 0o640, "-shm": 0o640}
         finally:
@@ -290,6 +299,7 @@ def test_example_handlers_run_through_the_cli_on_sqlite(tmp_path):
     dsn = f"sqlite:///{tmp_path / 'queue.db'}"
     env = {"PREFORK_EXAMPLES_DIR": str(tmp_path / "reports"), "PREFORK_QUEUE_RETRY_BASE": "0.05",
            "PREFORK_QUEUE_APP": "prefork.examples"}
+    assert run_cli("migrate", dsn=dsn).returncode == 0
     for job_type, payload in [("sleep", '{"seconds": 0.1}'), ("fail-n-times", '{"times": 1}'),
                               ("report", '{"title": "weekly"}')]:
         enqueued = run_cli("enqueue", job_type, payload, dsn=dsn, **env)

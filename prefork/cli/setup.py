@@ -9,7 +9,7 @@ from .parser import command
 
 @command("migrate", "Create or upgrade the queue schema (safe to run twice).")
 def migrate_command(args: argparse.Namespace, config: Config) -> None:
-    store = open_store(config)
+    store = open_store(config, create=True)
     applied = store.migrate()
     print(f"applied versions {', '.join(map(str, applied))}" if applied else "schema is up to date")
 

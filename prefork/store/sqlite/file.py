@@ -8,13 +8,14 @@ import re
 import sqlite3
 import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
-from ...errors import DatabaseUnavailable, UserError
+from ...errors import DatabaseUnavailable, NoQueueDatabase, UserError
 from ...logs import event
-from .queries import DURABLE_COMMITS, WAL_JOURNAL
+from .queries import DATABASE_FILE, DURABLE_COMMITS, HAS_MIGRATIONS_TABLE, WAL_JOURNAL
 
 DSN_PREFIX = "sqlite:///"
 TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
@@ -52,6 +53,12 @@ def parse_dsn(dsn: str) -> str:
         # Each process would get its own private database: jobs would vanish.
         raise UserError("bad DSN: the queue needs a database file shared by its processes")
     return os.path.abspath(path)
+
+
+def where(dsn: str, path: str) -> str:
+    """The DSN as given, and the file it names when that is relative (to the
+    working directory: the usual surprise), for messages."""
+    return dsn if dsn[len(DSN_PREFIX):].startswith("/") else f"{dsn} ({path})"
 
 
 def utc_now() -> datetime:
@@ -110,25 +117,39 @@ def execute_when_free(conn: sqlite3.Connection, sql: str, params: Params,
         pause = min(pause * 2, BUSY_LONGEST_PAUSE)
 
 
-def connect(path: str, busy_seconds: float) -> sqlite3.Connection:
+def connect(path: str, busy_seconds: float, create: bool, named: str) -> sqlite3.Connection:
+    """Open the database file in WAL mode. Without `create`, a missing file, or one
+    without the queue schema (another application's, say), is refused as
+    NoQueueDatabase(named) and left as it was; with it, a missing one is created (0600)."""
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         raise DatabaseUnavailable(f"cannot open SQLite database {path}: no directory {folder}")
+    if not create and not os.path.exists(path):
+        raise NoQueueDatabase(named)
     conn = None
     try:
-        _create_private(path)
+        if create:
+            _create_private(path)
+        # mode=rw: a file removed since the look above is an error, not a new file.
         # isolation_level=None: the store issues BEGIN/COMMIT itself.
         # check_same_thread=False: one thread uses a store at a time, but
         # another (a test fixture, a supervisor thread) may close it.
-        conn = sqlite3.connect(path, timeout=SQLITE_BUSY_HANDLER_SECONDS, isolation_level=None,
+        conn = sqlite3.connect(f"file:{quote(path)}?mode={'rwc' if create else 'rw'}", uri=True,
+                               timeout=SQLITE_BUSY_HANDLER_SECONDS, isolation_level=None,
                                check_same_thread=False)
-        mode = execute_when_free(conn, WAL_JOURNAL, (), busy_seconds).fetchone()[0]
-        conn.execute(DURABLE_COMMITS)
+        queue_file = create or execute_when_free(conn, HAS_MIGRATIONS_TABLE, (),
+                                                 busy_seconds).fetchone() is not None
+        if queue_file:
+            mode = execute_when_free(conn, WAL_JOURNAL, (), busy_seconds).fetchone()[0]
+            conn.execute(DURABLE_COMMITS)
     except (sqlite3.Error, OSError) as exc:
         if conn is not None:
             conn.close()
         reason = exc.strerror if isinstance(exc, OSError) else exc
         raise DatabaseUnavailable(f"cannot open SQLite database {path}: {reason}") from None
+    if not queue_file:
+        conn.close()
+        raise NoQueueDatabase(named)
     if mode.lower() != "wal":
         warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
     return conn
@@ -142,6 +163,21 @@ def _create_private(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     except FileExistsError:
         pass
+
+
+@contextmanager
+def queue_schema_named(conn: sqlite3.Connection) -> Iterator[None]:
+    """An application's connection to a database without the queue schema: our
+    NoQueueDatabase naming its file, not sqlite3's "no such table". Translated
+    once the statement failed: nothing is looked up beforehand."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("no such table: prefork_"):
+            raise
+        file = conn.execute(DATABASE_FILE).fetchone()[2]
+        raise NoQueueDatabase(f"{DSN_PREFIX}{file}" if file else "an in-memory database") \
+            from None
 
 
 def split_statements(sql: str) -> Iterator[str]:

@@ -5,8 +5,10 @@ its DSN and its time stamps), and holds the schema, the producing and the
 inspection of jobs itself. Every statement is named in queries.py.
 
 DSN: sqlite:///relative/path.db (relative to the working directory) or
-sqlite:////absolute/path.db. The first open creates the file and applies the
-schema (schema/sqlite/).
+sqlite:////absolute/path.db. Only an open with create=True (`run`, `migrate`)
+creates a missing file, and only migrate() applies the schema (schema/sqlite/);
+any other open of a missing file, or of one without the schema, refuses with
+NoQueueDatabase.
 
 How the store contract holds on SQLite:
 - WAL journal: readers never block the writer, nor it them.
@@ -41,6 +43,7 @@ from .file import (
     stamp,
     utc_now,
     warn_once,
+    where,
 )
 from .lifecycle import SQLiteLifeCycle
 from .operations import SQLiteOperations
@@ -64,7 +67,7 @@ from .queries import (
 
 
 class SQLiteStore(SQLiteLifeCycle, SQLiteOperations):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
         fs_type = network_filesystem(self.path)
@@ -74,10 +77,9 @@ class SQLiteStore(SQLiteLifeCycle, SQLiteOperations):
                       "filesystem: use a local disk, or MySQL for more than one host")
         self.bell_key = _bell_key(self.path)
         self.owner_pid = os.getpid()
-        self.conn = connect(self.path, self.busy_seconds)
-        if self._missing_versions():
-            self.migrate()
-        self._warn_if_shared_with_other_hosts()
+        self.conn = connect(self.path, self.busy_seconds, create, where(config.dsn, self.path))
+        if not create:   # a created or migrating file may have no jobs table yet
+            self._warn_if_shared_with_other_hosts()
 
     def _warn_if_shared_with_other_hosts(self) -> None:
         holders = self._read_dicts(FOREIGN_HOLDER, {"prefix": os.uname().nodename + ":"})
