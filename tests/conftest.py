@@ -172,8 +172,10 @@ def sqlite_dsn(tmp_path):
 
 @pytest.fixture
 def sqlite_migrated(sqlite_dsn):
-    """The SQLite file with its schema (the first open applies it)."""
-    SQLiteStore(config_module.load({"dsn": sqlite_dsn}, environ={})).close()
+    """The SQLite file with its schema (created and migrated as `migrate` does)."""
+    store = SQLiteStore(config_module.load({"dsn": sqlite_dsn}, environ={}), create=True)
+    store.migrate()
+    store.close()
     return sqlite_dsn
 
 
