@@ -13,8 +13,11 @@ Application API:
     conn.commit()
     prefork.notify(conn)   # optional: wake this host's idle workers now
 
-`conn` and `cursor` are the backend's own: PyMySQL (%s placeholders) or, with a
-sqlite:/// DSN, sqlite3 (? placeholders).
+`conn` is the backend's own connection: PyMySQL, or sqlite3 with a sqlite:/// DSN.
+The `cursor` from `job.transaction()` takes `%s` placeholders on both backends
+(`%%` for a literal percent, as PyMySQL reads it), so a handler written on the
+quick start's SQLite file runs unchanged on MySQL. Don't put `%s` inside a string
+literal or comment: PyMySQL substitutes there.
 """
 from contextlib import AbstractContextManager, closing
 from datetime import datetime
