@@ -76,3 +76,23 @@ def test_a_killed_supervisor_shows_stale_with_its_last_workers_as_of_then(tmp_pa
         (alive_line,) = [line for line in lines if f":{live.pid} " in line]
         assert "STALE: no heartbeat for" in dead_line and "workers 2/2 as of" in dead_line
         assert "STALE" not in alive_line and "as of" in alive_line
+
+
+def title(pid):
+    """A process's whole title (`ps` cuts it to its width)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().replace(b"\0", b" ").decode().strip()
+
+
+def test_the_master_title_counts_jobs_sent_to_dead_since_start_not_dead_jobs(tmp_path,
+                                                                            migrated, clean_db):
+    """A job that goes dead, is retried and goes dead again: the title says `dead 2` (jobs
+    sent to dead since start), while `failed` lists one dead job."""
+    with supervisor_starter(tmp_path, migrated, "--app", "ledger_app") as start:
+        sup = start("--workers", "1")
+        job_id = int(run_cli("enqueue", "permanent", dsn=migrated).stdout)
+        wait_until(lambda: "done 0 dead 1 since start" in title(sup.pid), timeout=30)
+        assert run_cli("retry", str(job_id), dsn=migrated).returncode == 0
+        wait_until(lambda: "done 0 dead 2 since start" in title(sup.pid), timeout=30)
+        listed = run_cli("failed", dsn=migrated).stdout.splitlines()[1:]
+        assert [int(line.split()[0]) for line in listed] == [job_id]

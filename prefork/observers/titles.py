@@ -3,6 +3,8 @@ from typing import Any, Optional, Sequence
 
 import setproctitle
 
+SINCE_START = "since start"   # what the master's done/dead count (short: `ps` cuts at 80)
+
 
 def set_title(text: str) -> None:
     setproctitle.setproctitle(f"prefork-queue {text}")
@@ -10,7 +12,11 @@ def set_title(text: str) -> None:
 
 def master_title(queues: Sequence[str], alive: int, target: int, done: int, dead: int,
                  note: str = "") -> str:
-    text = f"master [{','.join(queues)}] workers {alive}/{target} done {done} dead {dead}"
+    """`done` and `dead` count what this supervisor's workers did since it started: jobs
+    completed, and jobs sent to dead (a job that goes dead again after a retry counts
+    again). Not the dead jobs in the queue now: `prefork-queue failed` lists those."""
+    text = (f"master [{','.join(queues)}] workers {alive}/{target} done {done} dead {dead}"
+            f" {SINCE_START}")
     return f"{text} {note}".rstrip()
 
 
