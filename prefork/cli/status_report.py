@@ -70,8 +70,7 @@ def render(report: Report) -> str:
         lines.append("  (none running)")
     for sup in report["supervisors"]:
         age = sup["heartbeat_age_s"]
-        stale = (f"  STALE: no heartbeat for {age}s (killed or hung; another supervisor "
-                 f"prunes it)" if sup["stale"] else "")
+        stale = f"  STALE: no heartbeat for {age}s" if sup["stale"] else ""
         lines.append(f"  {sup['host']}:{sup['pid']}  [{','.join(sup['queues'])}]{stale}  "
                      f"workers {len(sup['children'])}/{sup['workers']} as of {age}s ago  "
                      f"since {sup['started_at']}  v{sup['version']}")
