@@ -83,6 +83,10 @@ def test_a_job_that_keeps_killing_its_worker_is_poison(supervisor, enqueue, clea
     assert row["attempts"] == 3
     assert wait_until(lambda: job_row(clean_db, ok_id)["status"] == "done")
     sup.wait_children(2)
+    # Sent to dead by its workers' deaths, not by a failure a worker recorded: the
+    # master's title counts it all the same.
+    wait_until(lambda: "dead 1 since start" in sup.title(sup.pid), timeout=10,
+               message=f"the master's title to count the poison job: {sup.title(sup.pid)!r}")
 
 
 def test_children_leave_when_the_parent_is_killed(supervisor, enqueue, clean_db):

@@ -135,7 +135,7 @@ class Supervisor:
         self.upkeep.close()
         if self.bell:
             self.bell.close()
-        event("supervisor_stopped", done=self.done, dead=self.dead)
+        event("supervisor_stopped", done=self.done, dead=self.dead_since_start())
         self._notify("stopped")
         return 0
 
@@ -358,12 +358,17 @@ class Supervisor:
             _survive(f"{type(observer).__name__}.notify",
                      lambda: observer.notify(name, fields))
 
+    def dead_since_start(self) -> int:
+        """Jobs that went dead under us: by a failure a worker recorded, or by a worker's
+        death (a poison job, or one out of attempts)."""
+        return self.dead + (self.upkeep.handed_back_dead if self.upkeep else 0)
+
     def _update_title(self) -> None:
         note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")
         if not note and self.pool.restart_failures:
             note = f"restart backoff {max(0, self.pool.next_spawn_at - time.monotonic()):.0f}s"
         title = master_title(self.config.queues, len(self.pool.wanted()), self.target,
-                             self.done, self.dead, note)
+                             self.done, self.dead_since_start(), note)
         if title != self.title:
             self.title = title
             set_title(title)

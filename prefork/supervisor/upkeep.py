@@ -16,7 +16,7 @@ import psutil
 
 from .. import __version__
 from ..errors import UserError
-from ..jobs import Lease, NewJob
+from ..jobs import JobStatus, Lease, NewJob
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
@@ -66,6 +66,7 @@ class Upkeep:
         self.store: Optional[Store] = store   # None while the database is away
         self.retry_at = 0.0
         self.pending_hand_backs: list[HandBack] = []
+        self.handed_back_dead = 0   # jobs a worker's death sent to dead (poison, out of attempts)
         self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
         self.process_id = 0   # our id in the process registry once registered (ids start at 1)
 
@@ -125,6 +126,7 @@ class Upkeep:
                 return
             self.pending_hand_backs.pop(0)
             if status:
+                self.handed_back_dead += status == JobStatus.DEAD
                 event("job_handed_back", job_id=lease.job_id, status=status, cause=cause,
                       charged=charge)
 
