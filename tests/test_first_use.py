@@ -16,8 +16,8 @@ from prefork.errors import NoQueueDatabase, UserError
 
 DEFAULT_FILE = "sqlite:///prefork-queue.db"
 # Every command that reads or writes jobs, as a producer or an operator types it.
-COMMANDS = [["enqueue", "noop"], ["work", "--once", "--app", "prefork.examples"], ["status"], ["failed"], ["show", "1"],
-            ["retry", "--all"], ["pause", "default"], ["resume", "default"], ["restart"],
+COMMANDS = [["enqueue", "noop"], ["work", "--once"], ["work", "--once", "--app", "prefork.examples"],
+            ["status"], ["failed"], ["show", "1"], ["retry", "--all"], ["pause", "default"], ["resume", "default"], ["restart"],
             ["prune", "--done-older-than", "7d"], ["discard", "1"]]
 
 

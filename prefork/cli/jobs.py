@@ -135,8 +135,8 @@ def _work_arguments(parser: argparse.ArgumentParser) -> None:
          arguments=_work_arguments)
 def work_command(args: argparse.Namespace, config: Config) -> Optional[int]:
     from ..worker.loop import Worker
+    store = checked_store(config)   # first: no queue database is the one thing to say
     import_handlers(config)
-    store = checked_store(config)
     worker = Worker(store, config)
 
     def stop(signum: int, frame: Optional[FrameType]) -> None:
