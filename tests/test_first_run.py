@@ -83,6 +83,8 @@ def test_first_run_needs_no_server_and_no_app(tmp_path):
     (["work", "--dsn", "sqlite:///q.db", "--once"], "--app"),
 ])
 def test_a_configured_database_requires_an_app(tmp_path, args, words):
+    # The queue database exists (a missing one is refused first, and for that reason).
+    assert in_dir(tmp_path, "migrate", "--dsn", "sqlite:///q.db").returncode == 0
     result = in_dir(tmp_path, *args)
     assert result.returncode == 2 and words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

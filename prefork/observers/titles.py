@@ -15,9 +15,11 @@ def master_title(queues: Sequence[str], alive: int, target: int, done: int, dead
     """`done` and `dead` count what this supervisor's workers did since it started: jobs
     completed, and jobs sent to dead (a job that goes dead again after a retry counts
     again). Not the dead jobs in the queue now: `prefork-queue failed` lists those."""
-    text = (f"master [{','.join(queues)}] workers {alive}/{target} done {done} dead {dead}"
-            f" {SINCE_START}")
-    return f"{text} {note}".rstrip()
+    # The note (draining, restart backoff) before the counters: `ps` cuts long titles,
+    # and what the supervisor is doing matters more than its tallies.
+    workers = f"master [{','.join(queues)}] workers {alive}/{target}"
+    counts = f"done {done} dead {dead} {SINCE_START}"
+    return f"{workers} {note} {counts}" if note else f"{workers} {counts}"
 
 
 def worker_title(slot: int, queues: Sequence[str], state: str, job: Optional[Any] = None,
