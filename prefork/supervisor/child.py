@@ -19,7 +19,7 @@ from ..config import SETTINGS
 from ..errors import UserError
 from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event
-from ..observers.titles import set_title, worker_title
+from ..titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with_parent
 from ..store import driver_errors, open_store
 from ..wakeups.waker import Waker

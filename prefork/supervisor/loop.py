@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..jobs import Outcome
 from ..logs import event
 from ..observers import schedules
-from ..observers.titles import master_title, set_title
+from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
 from ..wakeups import doorbell
 from ..wakeups.waker import Waker

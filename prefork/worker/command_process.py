@@ -28,13 +28,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, NoReturn
 
-import setproctitle
-
 from ..errors import CommandFailed
 from ..events import Event
 from ..jobs import Job
 from ..logs import event
 from ..process_signals import PARENT_ONLY_SIGNALS, die_with_parent, preexec_die_with_parent
+from ..titles import set_title
 
 TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
 KILL_GRACE = 5.0              # seconds between SIGTERM and SIGKILL at a timeout
@@ -156,7 +155,7 @@ def _guard(worker_pid: int, job: Job) -> NoReturn:
     try:
         os.setpgid(0, 0)
         os.closerange(0, os.sysconf("SC_OPEN_MAX"))   # not the database, not the supervisor's pipe
-        setproctitle.setproctitle(f"prefork-queue command guard job {job.id} {job.type}")
+        set_title(f"command guard job {job.id} {job.type}")
         die_with_parent(GUARD_SIGNAL)
         while os.getppid() == worker_pid:
             signal.sigwait({GUARD_SIGNAL})
