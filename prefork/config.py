@@ -67,7 +67,8 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _boolean(text: str) -> bool:
+def boolean(text: str) -> bool:
+    """`true` or `false` (any case, spaces around); ValueError otherwise."""
     if text.strip().lower() not in ("true", "false"):
         raise ValueError("must be true or false")
     return text.strip().lower() == "true"
@@ -118,7 +119,7 @@ SETTINGS: list[Setting] = [
     Setting("db_password_file", str, None, "File whose first line is the database password "
             "(mode 0600 or stricter, see db_password_file_mode_check).",
             "database", metavar="PATH"),
-    Setting("db_password_file_mode_check", _boolean, True, "Refuse a db_password_file that "
+    Setting("db_password_file_mode_check", boolean, True, "Refuse a db_password_file that "
             "its group or others may access (as ssh and libpq do); false for a secret mount "
             "you cannot make 0600 (e.g. a 0444 container secret).", "database",
             metavar="true|false"),

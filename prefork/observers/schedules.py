@@ -53,7 +53,6 @@ RETRY_INTERVAL = 1.0                  # seconds between tries while the database
 JUST_BEFORE = timedelta(microseconds=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
-Fail = Callable[[str], UserError]   # the section's error with this text, to raise
 
 
 def iso(moment: datetime) -> str:
@@ -151,7 +150,7 @@ def build(config: Any, known_types: Collection[str],
     return schedules
 
 
-def _parse(name: str, keys: Mapping[str, str], config: Any, fail: Fail) -> Schedule:
+def _parse(name: str, keys: Mapping[str, str], config: Any, fail: commands.Fail) -> Schedule:
     if not NAME_PATTERN.fullmatch(name):
         raise fail("invalid schedule name: use 1-128 of A-Z a-z 0-9 _ . -")
     unknown = sorted(set(keys) - set(KEYS))
@@ -174,7 +173,8 @@ def _parse(name: str, keys: Mapping[str, str], config: Any, fail: Fail) -> Sched
     return Schedule(name, job, cron, every, catch_up)
 
 
-def _parse_timing(keys: Mapping[str, str], fail: Fail) -> tuple[Optional[str], Optional[int]]:
+def _parse_timing(keys: Mapping[str, str],
+                  fail: commands.Fail) -> tuple[Optional[str], Optional[int]]:
     cron, every = keys.get("cron"), keys.get("every")
     if (cron is None) == (every is None):
         raise fail("give exactly one of cron (5 fields, UTC) or every (seconds)")
@@ -197,7 +197,7 @@ def _parse_timing(keys: Mapping[str, str], fail: Fail) -> tuple[Optional[str], O
     return None, seconds
 
 
-def _parse_int(keys: Mapping[str, str], key: str, default: int, fail: Fail) -> int:
+def _parse_int(keys: Mapping[str, str], key: str, default: int, fail: commands.Fail) -> int:
     if key not in keys:
         return default
     try:
@@ -207,7 +207,7 @@ def _parse_int(keys: Mapping[str, str], key: str, default: int, fail: Fail) -> i
 
 
 def _check_type(job: NewJob, known_types: Collection[str],
-                command_specs: Mapping[str, commands.CommandSpec], fail: Fail) -> None:
+                command_specs: Mapping[str, commands.CommandSpec], fail: commands.Fail) -> None:
     if job.type not in known_types:
         raise fail(f"job type {job.type!r} has no handler (--app module or [command:...] section)")
     spec = command_specs.get(job.type)

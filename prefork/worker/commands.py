@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import registry
-from ..config import Config
+from ..config import Config, boolean
 from ..errors import CommandFailed, RejectedJob, UserError
 from ..jobs import JOB_TYPE_PATTERN, Job
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute
@@ -189,10 +189,10 @@ def _parse_timeout(text: str | None, fail: Fail) -> float | None:
 
 
 def _parse_boolean(key: str, text: str | None, fail: Fail) -> bool:
-    word = (text or "false").strip().lower()
-    if word not in ("true", "false"):
-        raise fail(f"{key} must be true or false, got {text!r}")
-    return word == "true"
+    try:
+        return boolean(text or "false")
+    except ValueError:
+        raise fail(f"{key} must be true or false, got {text!r}") from None
 
 
 def _check_program(program: str, cwd: str | None, path: str | None, fail: Fail) -> None:
