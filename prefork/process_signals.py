@@ -26,9 +26,10 @@ PARENT_ONLY_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTTIN, signal.SIGT
 BLOCKED_ACROSS_FORK = frozenset(STOP_SIGNALS + (signal.SIGHUP, signal.SIGCHLD))
 
 
-def _libc() -> Optional[ctypes.CDLL]:
+def _prctl() -> Optional[Callable[..., int]]:
+    """libc's prctl, or None where there is none (not Linux): then nothing is asked."""
     try:
-        return ctypes.CDLL(None, use_errno=True)
+        return getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
     except OSError:
         return None
 
@@ -37,27 +38,24 @@ def die_with_parent(signum: int = signal.SIGTERM, parent_pid: Optional[int] = No
     """Ask for `signum` when the parent dies. With parent_pid, False when that parent
     is already gone (it died before the request took effect): the caller should exit.
     Where the call does not exist (not Linux), nothing happens and True is returned."""
-    libc = _libc()
-    try:
-        if libc is not None:
-            libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-    except AttributeError:
-        pass
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
     return parent_pid is None or os.getppid() == parent_pid
 
 
 def preexec_die_with_parent(signum: int = signal.SIGKILL,
                             then: Optional[Callable[[], None]] = None) -> Callable[[], None]:
-    """A preexec_fn for subprocess: the program dies with us. libc is loaded now, in
-    the parent, so that the forked child does only async-signal-tolerant work."""
-    libc = _libc()
+    """A preexec_fn for subprocess: the program dies with us. prctl is looked up now,
+    in the parent, so that the forked child does only async-signal-tolerant work."""
+    prctl = _prctl()
     parent_pid = os.getpid()
 
     def prepare() -> None:
         if then is not None:
             then()
-        if libc is not None:
-            libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
         if os.getppid() != parent_pid:   # the parent died before the request took effect
             os._exit(1)
     return prepare
