@@ -44,6 +44,8 @@ class _Backend(Protocol):
 
     def bell_key_of(self, conn: Connection) -> str: ...
 
+    def queue_schema_named(self, conn: Connection) -> AbstractContextManager[None]: ...
+
 
 def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
             key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
@@ -54,8 +56,11 @@ def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: 
     job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
                   priority=priority, max_attempts=max_attempts,
                   max_payload_bytes=max_payload_bytes)
-    with closing(conn.cursor()) as cursor, _queue_schema_named(conn):
-        return _backend_for(conn).enqueue_on(cursor, job)
+    # A database without the queue schema raises NoQueueDatabase (a UserError naming
+    # it), not the driver's "no such table": translated after the fact, no extra query.
+    backend = _backend_for(conn)
+    with closing(conn.cursor()) as cursor, backend.queue_schema_named(conn):
+        return backend.enqueue_on(cursor, job)
 
 
 def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
@@ -69,23 +74,9 @@ def _backend_for(conn: Connection) -> _Backend:
     """The store module that speaks `conn`'s dialect (its SQL stays there). Imported on
     first use: an application importing prefork loads one dialect, and a Python built
     without sqlite3 still runs MySQL."""
-    if _is_sqlite(conn):
+    import sqlite3
+    if isinstance(conn, sqlite3.Connection):
         from .store.sqlite import store as sqlite_backend
         return sqlite_backend
     from .store.mysql import store as mysql_backend
     return mysql_backend
-
-
-def _queue_schema_named(conn: Connection) -> AbstractContextManager[None]:
-    """A database without the queue schema raises NoQueueDatabase (a UserError naming
-    it), not the driver's "no such table"; translated after the fact, no extra query."""
-    if _is_sqlite(conn):
-        from .store.sqlite import file
-        return file.queue_schema_named(conn)
-    from .store.mysql import session
-    return session.queue_schema_named(conn)
-
-
-def _is_sqlite(conn: Connection) -> bool:
-    import sqlite3
-    return isinstance(conn, sqlite3.Connection)

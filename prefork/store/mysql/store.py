@@ -31,6 +31,7 @@ from .queries import (
 )
 from .schema import MySQLSchema
 from .session import connect, micros, parse_dsn
+from .session import queue_schema_named as queue_schema_named  # for prefork.enqueue
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):

@@ -45,6 +45,7 @@ from .file import (
     warn_once,
     where,
 )
+from .file import queue_schema_named as queue_schema_named  # for prefork.enqueue
 from .lifecycle import SQLiteLifeCycle
 from .operations import SQLiteOperations
 from .queries import (
