@@ -206,13 +206,14 @@ def show_command(args: argparse.Namespace, config: Config) -> None:
     job = store.get(args.id)
     if job is None:
         raise UserError(f"no job {args.id}")
-    database_now = store.control_state("*")[0]
-    print(json.dumps(_with_waiting(job, database_now), default=str, indent=2))
+    if job["status"] == JobStatus.READY:   # only then may it be waiting: ask the clock
+        job = _with_waiting(job, store.control_state("*")[0])
+    print(json.dumps(job, default=str, indent=2))
 
 
 def _with_waiting(job: JobRow, now: datetime) -> JobRow:
-    """The job, with "waiting" after its status when it is ready but not due at `now`."""
-    if job["status"] != JobStatus.READY or job["available_at"] <= now:
+    """A ready job, with "waiting" after its status when it is not due at `now`."""
+    if job["available_at"] <= now:
         return job
     when = utc_text(job["available_at"])
     waiting = f"retrying at {when}" if job["attempts"] else f"delayed until {when}"
