@@ -129,7 +129,7 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
     """The payload as compact JSON text; UserError when it is not a JSON object, too big,
     nested too deep or not encodable as UTF-8."""
     if isinstance(payload, (str, bytes)):
-        payload = _parse_json_payload(payload)
+        payload = parse_json(payload)
     if not isinstance(payload, dict):
         raise UserError("payload must be a JSON object")
     try:
@@ -149,13 +149,15 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
     return text
 
 
-def _parse_json_payload(text: str | bytes) -> Any:
+def parse_json(text: str | bytes, what: str = "payload") -> Any:
+    """JSON text (the payload, a line of a jobs file) as Python; any problem is a
+    one-line UserError naming `what`."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"invalid JSON payload: {exc.msg} at position {exc.pos}") from None
+        raise UserError(f"invalid JSON {what}: {exc.msg} at position {exc.pos}") from None
     except UnicodeDecodeError:   # bytes that are not UTF-8 (or -16, -32) text
-        raise UserError("invalid JSON payload: not UTF-8 text") from None
+        raise UserError(f"invalid JSON {what}: not UTF-8 text") from None
     except RecursionError:       # deeper than the parser's stack, far past the limit
         raise UserError(TOO_DEEP_TO_ENQUEUE) from None
 

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 from .. import logs, registry
 from ..config import Config
 from ..errors import UserError
-from ..jobs import TOO_DEEP_TO_ENQUEUE, JobStatus, NewJob, new_job
+from ..jobs import JobStatus, NewJob, new_job, parse_json
 from ..progress import Progress
 from ..store import driver_errors
 from ..store.contract import JobRow
@@ -100,13 +100,9 @@ def read_jobs_file(path: str, config: Config) -> list[NewJob]:
 
 def _job_from_line(raw: bytes, where: str, config: Config) -> NewJob:
     try:
-        fields: Any = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UserError(f"{where}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise UserError(f"{where}: {TOO_DEEP_TO_ENQUEUE}") from None
+        fields: Any = parse_json(raw, "line")
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
     if not isinstance(fields, dict) or "type" not in fields:
         raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
     unknown = set(fields) - JOB_LINE_FIELDS
