@@ -210,8 +210,8 @@ class Store(abc.ABC):
         Returns how many."""
 
     @abc.abstractmethod
-    def counts(self, queue: str | None = None) -> dict[str, int]:
-        """{status: number of jobs}, optionally for one queue."""
+    def counts(self) -> dict[str, int]:
+        """{status: number of jobs} (a whole-table count: tests and small tables)."""
 
     @abc.abstractmethod
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:

@@ -233,8 +233,7 @@ RETRY_DEAD_IDS = (
     " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
     " AND id IN ({ids})")
 
-COUNTS = ("SELECT status, COUNT(*) FROM prefork_jobs WHERE %s IS NULL OR queue = %s"
-          " GROUP BY status")
+COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
 # Depth of some queues ({queues}) for the metrics: only the claim index's ranges
 # of the live statuses (its first column), so the millions of done rows are never read.

@@ -92,8 +92,8 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):
         return self._rowcount(RETRY_DEAD_IDS.format(ids=placeholders(len(job_ids))),
                               (queue, queue, *job_ids))
 
-    def counts(self, queue: str | None = None) -> dict[str, int]:
-        return {status: count for status, count in self._all(COUNTS, (queue, queue))}
+    def counts(self) -> dict[str, int]:
+        return {status: count for status, count in self._all(COUNTS)}
 
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
         rows = self._all(QUEUE_STATS.format(queues=placeholders(len(queues))), list(queues))

@@ -136,8 +136,7 @@ RETRY_DEAD_IDS = (
     " lease_until = NULL, finished_at = NULL, available_at = :now, updated_at = :now"
     " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})")
 
-COUNTS = ("SELECT status, COUNT(*) FROM prefork_jobs WHERE :queue IS NULL OR queue = :queue"
-          " GROUP BY status")
+COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
 # Depth of some queues ({queues}) for the metrics: only the claim index's ranges
 # of the live statuses (its first column), so the millions of done rows are never read.

@@ -163,8 +163,8 @@ class SQLiteStore(SQLiteLifeCycle, SQLiteOperations):
         ids, params = placeholders("id", job_ids)
         return self._write_one(RETRY_DEAD_IDS.format(ids=ids), {**params, "queue": queue})
 
-    def counts(self, queue: str | None = None) -> dict[str, int]:
-        with closing(self._read(COUNTS, {"queue": queue})) as cursor:
+    def counts(self) -> dict[str, int]:
+        with closing(self._read(COUNTS)) as cursor:
             return {status: count for status, count in cursor.fetchall()}
 
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
