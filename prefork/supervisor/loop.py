@@ -361,7 +361,7 @@ class Supervisor:
     def dead_since_start(self) -> int:
         """Jobs that went dead under us: by a failure a worker recorded, or by a worker's
         death (a poison job, or one out of attempts)."""
-        return self.dead + (self.upkeep.handed_back_dead if self.upkeep else 0)
+        return self.dead + self.upkeep.handed_back_dead   # run() has set up upkeep
 
     def _update_title(self) -> None:
         note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")
