@@ -1,206 +1,19 @@
-"""Settings: each one declared once, driving flags, the config file, env and docs.
+"""The effective configuration: the settings (prefork.settings) read from the config
+file, the environment and the flags.
 
 Precedence, lowest to highest: default, config file, environment
 (`PREFORK_QUEUE_<NAME>`), command-line flag. Secrets are never read from a
 flag and never printed unmasked.
 """
 import configparser
-import math
 import os
 import stat
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Mapping, Optional
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .errors import UserError
-
-ENV_PREFIX = "PREFORK_QUEUE_"
-FILE_SECTION = "prefork-queue"
-# Named sections beside the settings: [schedule:NAME] recurring jobs and
-# [command:TYPE] job types that run a program. Their keys are checked by the
-# modules that use them (schedules.py, commands.py).
-NAMED_SECTION_KINDS = ("schedule", "command")
-# {(kind, name): {key: raw text}} of those sections.
-Sections = dict[tuple[str, str], dict[str, str]]
-# A batch's jobs travel in one statement and in one message to the parent,
-# which must stay under PIPE_BUF (4096 bytes) to be written whole.
-MAX_CLAIM_BATCH = 64
-MASK = "********"
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError("must be at least 1")
-    return value
-
-
-def _claim_batch(text: str) -> int:
-    value = _positive_int(text)
-    if value > MAX_CLAIM_BATCH:
-        raise ValueError(f"must be at most {MAX_CLAIM_BATCH}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError("must not be negative")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:  # also rejects NaN
-        raise ValueError("must not be negative")
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise ValueError("must be greater than 0")
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-def boolean(text: str) -> bool:
-    """`true` or `false` (any case, spaces around); ValueError otherwise."""
-    if text.strip().lower() not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return text.strip().lower() == "true"
-
-
-def _word_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
-    if isinstance(text, (list, tuple)):
-        return list(text)
-    return [part.strip() for part in str(text).split(",") if part.strip()]
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return text
-    parse.__name__ = "one of " + "|".join(allowed)
-    return parse
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-    section: str
-    secret: bool = False      # masked in output; never accepted as a flag
-    flag: bool = True         # also a command-line flag
-    metavar: Optional[str] = None
-
-    @property
-    def env_name(self) -> str:
-        return ENV_PREFIX + self.name.upper()
-
-    @property
-    def flag_name(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-
-SETTINGS: list[Setting] = [
-    # database
-    Setting("dsn", str, "sqlite:///prefork-queue.db", "Database URL: sqlite:///relative.db, "
-            "sqlite:////absolute.db (one host), or mysql://user@host:3306/db (no password in it).",
-            "database", metavar="URL"),
-    Setting("db_password", str, None, "Database password; environment only "
-            "(PREFORK_QUEUE_DB_PASSWORD), never a flag.", "database", secret=True, flag=False),
-    Setting("db_password_file", str, None, "File whose first line is the database password "
-            "(mode 0600 or stricter, see db_password_file_mode_check).",
-            "database", metavar="PATH"),
-    Setting("db_password_file_mode_check", boolean, True, "Refuse a db_password_file that "
-            "its group or others may access (as ssh and libpq do); false for a secret mount "
-            "you cannot make 0600 (e.g. a 0444 container secret).", "database",
-            metavar="true|false"),
-    Setting("connect_timeout", _positive_float, 5.0, "Seconds to wait for a database connection.",
-            "database", metavar="S"),
-    Setting("read_timeout", _positive_float, 30.0, "Seconds to wait for a database reply.",
-            "database", metavar="S"),
-    Setting("write_timeout", _positive_float, 30.0, "Seconds to wait for a database write.",
-            "database", metavar="S"),
-    Setting("lock_wait_timeout", _positive_int, 5, "Seconds a queue statement waits for a row "
-            "lock (innodb_lock_wait_timeout) or a metadata lock before it gives up and retries.",
-            "database", metavar="S"),
-    # jobs
-    Setting("max_attempts", _positive_int, 5, "Default attempts before a failing job goes to dead.",
-            "jobs", metavar="N"),
-    Setting("retry_base", _positive_float, 1.0, "Backoff base in seconds: retry n waits "
-            "about base * 2^(n-1), with jitter.", "jobs", metavar="S"),
-    Setting("retry_cap", _positive_float, 3600.0, "Longest backoff between retries, in seconds.",
-            "jobs", metavar="S"),
-    Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
-            "jobs", metavar="BYTES"),
-    Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
-            "worker may take the job back (extended while the job runs).", "jobs", metavar="S"),
-    # worker
-    Setting("app", _word_list, [], "Comma-separated module(s) to import; they register handlers "
-            "with @prefork.handler.", "worker", metavar="MODULES"),
-    Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
-            "worker", metavar="Q1,Q2"),
-    Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
-            "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
-            "claimed one at a time); their completions are written together too. 1 turns "
-            f"batching off; at most {MAX_CLAIM_BATCH}.", "worker", metavar="N"),
-    Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "
-            "workers are idle: the supervisor looks once for all its children (jobs enqueued on "
-            "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),
-    # supervisor
-    Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
-            metavar="N"),
-    Setting("graceful_timeout", _positive_float, 30.0, "Seconds a draining child may take to "
-            "finish its job before it is killed and the job handed back.", "supervisor",
-            metavar="S"),
-    Setting("soft_timeout", _non_negative_float, 0.0, "Seconds after which a job's handler gets "
-            "a JobTimeout exception (0: none). Per type: @prefork.handler(..., soft_timeout=).",
-            "supervisor", metavar="S"),
-    Setting("hard_timeout", _non_negative_float, 0.0, "Seconds after which the supervisor kills "
-            "the child running a job (0: none). Per type: @prefork.handler(..., hard_timeout=).",
-            "supervisor", metavar="S"),
-    Setting("max_items", _non_negative_int, 0, "Recycle a child after this many jobs (0: never; "
-            "1: a fresh process per job).", "supervisor", metavar="N"),
-    Setting("max_items_jitter", _non_negative_int, 0, "Add 0..N to each child's max_items so "
-            "children do not all recycle at once.", "supervisor", metavar="N"),
-    Setting("max_memory", _non_negative_int, 0, "Recycle a child whose RSS passes this many MiB "
-            "after a job (0: never).", "supervisor", metavar="MIB"),
-    Setting("min_lifetime", _non_negative_float, 5.0, "Seconds a child lives before it may be "
-            "recycled for memory (stops a fork loop when the limit is below the baseline).",
-            "supervisor", metavar="S"),
-    Setting("max_crashes", _positive_int, 3, "Worker deaths a job may cause before it goes to "
-            "dead as a poison job.", "supervisor", metavar="N"),
-    Setting("restart_backoff_cap", _positive_float, 30.0, "Longest wait between restarts of "
-            "children that fail at start (e.g. the database is down).", "supervisor",
-            metavar="S"),
-    Setting("heartbeat_interval", _positive_float, 5.0, "Seconds between the supervisor's "
-            "heartbeats in the process registry (see `prefork-queue status`).", "supervisor",
-            metavar="S"),
-    Setting("supervisor_timeout", _positive_float, 30.0, "A supervisor silent this long is "
-            "pruned by any other, and the jobs its workers held are handed back at once.",
-            "supervisor", metavar="S"),
-    Setting("metrics_address", str, "", "Serve Prometheus metrics at HOST:PORT, e.g. "
-            "127.0.0.1:9187 (off when empty; keep it on loopback).", "supervisor",
-            metavar="HOST:PORT"),
-    # logging
-    Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
-            "readable text, or auto (text on a terminal, json otherwise).", "logging"),
-    Setting("log_level", _choice("debug", "info", "warning", "error"), "info", "Least severe "
-            "level logged.", "logging"),
-    Setting("log_file", str, None, "Append logs to this file instead of stderr.", "logging",
-            metavar="PATH"),
-]
-
-BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
-
+from .settings import (BY_NAME, ENV_PREFIX, FILE_SECTION, MASK, NAMED_SECTION_KINDS, SETTINGS,
+                       Sections, Setting, shown)
 
 class Config:
     """The effective settings: attribute access, plus where each value came from."""
@@ -237,12 +50,12 @@ class Config:
         for setting in SETTINGS:
             value = self._values[setting.name]
             if setting.secret and value:
-                shown = MASK
+                text = MASK
             elif setting.name == "dsn" and value:
-                shown = masked_dsn(value)
+                text = masked_dsn(value)
             else:
-                shown = _shown(value)
-            rows.append((setting.name, shown, self._sources[setting.name]))
+                text = shown(value)
+            rows.append((setting.name, text, self._sources[setting.name]))
         return rows
 
     def password(self) -> Optional[str]:
@@ -361,37 +174,3 @@ def load(flags: Optional[Mapping[str, Optional[str]]] = None, path: Optional[str
     return Config(values, sources, path, sections)
 
 
-def _shown(value: Any) -> str:
-    """A setting's value as it is written in the config file."""
-    if isinstance(value, list):
-        return ",".join(value)
-    if isinstance(value, bool):
-        return str(value).lower()
-    return "" if value is None else str(value)
-
-
-def settings_table() -> str:
-    """Every setting as a Markdown table, for the README."""
-    rows = ["| flag | env / file key | default | meaning |", "|---|---|---|---|"]
-    for setting in SETTINGS:
-        flag = f"`{setting.flag_name}`" if setting.flag else "(none)"
-        rows.append(f"| {flag} | `{setting.env_name}` / `{setting.name}` | "
-                    f"{_shown(setting.default) or '-'} | {setting.help} |")
-    return "\n".join(rows) + "\n"
-
-
-def example_file() -> str:
-    """A config file listing every setting, commented out at its default, by section."""
-    lines = ["# prefork-queue configuration (INI). Precedence: this file < environment",
-             "# (PREFORK_QUEUE_<NAME>) < command-line flags. Generated by",
-             "# `prefork-queue config --example`; every setting is listed at its default.",
-             "", f"[{FILE_SECTION}]"]
-    section = None
-    for setting in SETTINGS:
-        if setting.section != section:
-            section = setting.section
-            lines += ["", f"# --- {section} ---"]
-        lines.append(f"# {setting.help}")
-        if not setting.secret:
-            lines.append(f"# {setting.name} = {_shown(setting.default)}")
-    return "\n".join(lines) + "\n"

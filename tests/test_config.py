@@ -8,7 +8,7 @@ import pytest
 from cli_checks import assert_refused, closed_port
 from conftest import run_cli
 
-from prefork import config
+from prefork import config, settings
 from prefork.cli import main as cli
 from prefork.errors import UserError
 
@@ -52,7 +52,7 @@ def test_precedence_default_file_env_flag_in_process(tmp_path):
     assert {name: (getattr(loaded, name), loaded.source(name)) for name in expected} == expected
     # Each layer alone wins over the ones below it.
     assert config.load({}, path=path, environ={}).max_attempts == 7
-    assert config.load({}, environ={}).max_attempts == config.BY_NAME["max_attempts"].default
+    assert config.load({}, environ={}).max_attempts == settings.BY_NAME["max_attempts"].default
 
 
 def test_config_file_can_come_from_the_environment(tmp_path):
@@ -74,7 +74,7 @@ def test_precedence_end_to_end_through_the_config_command(tmp_path):
     assert shown["queues"] == ("from_file", "file")
     assert shown["max_attempts"] == ("8", "env")
     assert shown["retry_base"] == ("5.0", "flag")
-    assert set(shown) == {setting.name for setting in config.SETTINGS}
+    assert set(shown) == {setting.name for setting in settings.SETTINGS}
 
 
 def test_settings_flags_work_before_the_command_and_after_it_wins(tmp_path):
@@ -132,7 +132,7 @@ def test_missing_config_file_is_a_one_line_error(tmp_path):
 def test_an_empty_or_sectionless_file_means_defaults(tmp_path):
     path = write_conf(tmp_path, "# nothing set yet\n")
     loaded = config.load({}, path=path, environ={})
-    assert all(loaded.source(setting.name) == "default" for setting in config.SETTINGS)
+    assert all(loaded.source(setting.name) == "default" for setting in settings.SETTINGS)
 
 
 # --- secrets ---------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def test_there_is_no_db_password_flag(args):
 
 
 def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
-    secrets = [setting for setting in config.SETTINGS if setting.secret]
+    secrets = [setting for setting in settings.SETTINGS if setting.secret]
     assert secrets and not any(setting.flag for setting in secrets)
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices

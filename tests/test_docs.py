@@ -3,7 +3,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from prefork.config import SETTINGS
+from prefork.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 

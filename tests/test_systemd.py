@@ -11,7 +11,7 @@ import time
 from conftest import ROOT, wait_until
 from harness import SupervisorProcess
 
-from prefork.config import BY_NAME
+from prefork.settings import BY_NAME
 
 UNIT = ROOT / "conf" / "prefork-queue.service"
 SUPERVISORD = ROOT / "conf" / "supervisord.conf"

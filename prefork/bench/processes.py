@@ -16,7 +16,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import psutil
 
-from ..config import SETTINGS, Config
+from ..config import Config
+from ..settings import SETTINGS
 from ..errors import UserError
 from ..process_signals import block_stop_signals, die_with_parent, preexec_die_with_parent
 from ..store.mysql.bench import textbook_loop

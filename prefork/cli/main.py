@@ -4,7 +4,8 @@ import sys
 from typing import Optional, Sequence
 
 from .. import logs
-from ..config import SETTINGS, load
+from ..config import load
+from ..settings import SETTINGS
 from ..errors import DatabaseUnavailable, UserError
 from ..store import driver_errors
 from ..supervisor.startup import catch_signals_early

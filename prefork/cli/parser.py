@@ -2,7 +2,7 @@
 
 Each command module registers `func(args, config)` with `@command(...)`; the
 parser gives every command the settings flags (one per setting in
-prefork.config.SETTINGS, plus --config), and takes them before the command too,
+prefork.settings.SETTINGS, plus --config), and takes them before the command too,
 as git and pip do: `prefork-queue --dsn mysql://... status`. Given on both
 sides, the flag after the command wins: it is the one nearest the command it
 configures, and the one a wrapper script appends last.
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
 
 from .. import __version__
-from ..config import SETTINGS, Config
+from ..config import Config
+from ..settings import SETTINGS
 from .exit_codes import ExitCode
 
 PROG = "prefork-queue"

@@ -1,7 +1,8 @@
 """Setting up: migrate the schema, print a worker account's grants, show the config."""
 import argparse
 
-from ..config import Config, example_file, settings_table
+from ..config import Config
+from ..settings import example_file, settings_table
 from ..errors import UserError
 from ..store import open_store
 from .parser import command

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import psutil
 
-from ..config import SETTINGS
+from ..settings import SETTINGS
 from ..errors import UserError
 from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import registry
-from ..config import Config, boolean
+from ..config import Config
+from ..settings import boolean
 from ..errors import CommandFailed, RejectedJob, UserError
 from ..jobs import JOB_TYPE_PATTERN, Job
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute

@@ -6,7 +6,7 @@ import select
 
 import pytest
 
-from prefork.config import MAX_CLAIM_BATCH
+from prefork.settings import MAX_CLAIM_BATCH
 from prefork.jobs import Lease, Outcome
 from prefork.supervisor import protocol
 from prefork.supervisor.protocol import Kind
