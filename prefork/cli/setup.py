@@ -19,6 +19,16 @@ def _grants_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", default="queue_worker", help="Worker account name.")
     parser.add_argument("--host", default="%", help="Host part of the account.")
     parser.add_argument("--database", help="Database (default: the one in the DSN).")
+    parser.add_argument("--tables", type=_table_list, default=[], metavar="T1,T2",
+                        help="Also grant SELECT, INSERT, UPDATE, DELETE on these application "
+                        "tables (db.table for another database): what a handler writes in "
+                        "job.transaction() commits in the same transaction as the job's "
+                        "completion, so it runs under the worker's account.")
+
+
+def _table_list(text: str) -> list[str]:
+    """--tables invoices,orders: the names, checked later with the others."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 @command("grants", "Print least-privilege GRANT statements for a worker account.",
@@ -29,7 +39,8 @@ def grants_command(args: argparse.Namespace, config: Config) -> None:
     database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
     if not database:
         raise UserError("name the database with --database or --dsn")
-    statements = grant_statements(args.user, args.host, database)   # checks the names first
+    # Checks every name first: a bad one prints nothing.
+    statements = grant_statements(args.user, args.host, database, args.tables)
     print(f"-- review, then run as an administrator; create the account first:\n"
           f"-- CREATE USER '{args.user}'@'{args.host}' IDENTIFIED BY '...';")
     for statement in statements:

@@ -3,6 +3,7 @@ that the schema is current, and the worker account's grants. A part of
 MySQLStore; its statements are named in queries.py.
 """
 import re
+from typing import Sequence
 
 import pymysql
 from pymysql.constants import ER
@@ -27,6 +28,16 @@ MIGRATION_LOCK = "prefork_queue_migrate"
 # run with it too; `prune`, `discard` and `migrate` need an admin account).
 WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.%-]{1,64}")   # whole names only: fullmatch
+# An application table for --tables: `table`, or `database.table` for another
+# database on the same server (the handler's connection reaches it too).
+TABLE_NAME = re.compile(r"(?:([A-Za-z0-9_$]{1,64})\.)?([A-Za-z0-9_$]{1,64})")
+QUEUE_TABLES = WORKER_TABLES + ("prefork_schema_migrations",)
+# The DML a handler may run in job.transaction() on its own tables: its writes
+# commit with the job's completion, under the worker's account. Every row
+# statement (SELECT ... FOR UPDATE needs SELECT and UPDATE, REPLACE needs INSERT
+# and DELETE); no DDL, no LOCK TABLES (it would commit the job's transaction).
+GRANT_APP_TABLE = ("GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.`{table}`"
+                   " TO '{user}'@'{host}';")
 
 
 class MySQLSchema(MySQLSession):
@@ -75,11 +86,29 @@ def _split_statements(sql: str) -> list[str]:
     return [stmt.strip() for stmt in "\n".join(lines).split(";\n") if stmt.strip().rstrip(";")]
 
 
-def grant_statements(user: str, host: str, database: str) -> list[str]:
-    """Least privilege for a worker account: read, insert and update the queue tables only."""
+def grant_statements(user: str, host: str, database: str,
+                     app_tables: Sequence[str] = ()) -> list[str]:
+    """Least privilege for a worker account: read, insert and update the queue tables,
+    and the DML of GRANT_APP_TABLE on the application's own `app_tables`."""
     for what, name in (("user", user), ("host", host), ("database", database)):
         if not ACCOUNT_NAME.fullmatch(name or ""):
             raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
     names = {"user": user, "host": host, "database": database}
+    app = [_app_table(name, database) for name in app_tables]   # all checked before any output
     return [GRANT_WORKER_TABLE.format(table=table, **names) for table in WORKER_TABLES] + [
-        GRANT_READ_MIGRATIONS.format(**names)]
+        GRANT_READ_MIGRATIONS.format(**names)] + [
+        GRANT_APP_TABLE.format(**{**names, "database": in_database, "table": table})
+        for in_database, table in app]
+
+
+def _app_table(name: str, database: str) -> tuple[str, str]:
+    """(database, table) of one --tables name; UserError for a bad or a queue table name."""
+    match = TABLE_NAME.fullmatch(name)
+    if not match:
+        raise UserError(f"invalid table name {name!r}: use A-Z a-z 0-9 _ $, "
+                        f"optionally after a database name and a dot")
+    in_database, table = match.group(1) or database, match.group(2)
+    if table.lower() in QUEUE_TABLES:
+        raise UserError(f"{table} is a queue table: its grants are printed already, "
+                        f"and a worker must not DELETE from it")
+    return in_database, table
