@@ -1,0 +1,204 @@
+"""Producing jobs: on the application's own connection (enqueue, notify), or with a
+Client that holds its own connection to the configured queue database.
+
+    prefork.enqueue(conn, ...)         inside the application's transaction (no commit)
+    prefork.Client(dsn).enqueue(...)   opens, inserts, commits and rings by itself
+    enqueue_task(job_type, ...)        the process's default Client (task.enqueue(...))
+
+A Client never creates a queue database (only `run` and `migrate` do): a DSN
+without the queue schema raises NoQueueDatabase naming it. No connection crosses
+a fork: a Client used in a forked child opens its own.
+"""
+import os
+import threading
+import weakref
+from contextlib import AbstractContextManager, closing
+from datetime import datetime
+from typing import Any, Callable, Iterable, Protocol, TypeVar, cast
+
+from .config import Config, load
+from .jobs import NewJob, Payload, new_job
+from .store import driver_errors, open_store
+from .store.contract import Store
+from .wakeups import doorbell
+
+# An application's open connection: a PyMySQL connection, or a sqlite3.Connection for
+# a sqlite:/// DSN. Typed loosely because the PyMySQL side is duck-typed (a cursor()
+# and, for notify(), the name of its database).
+Connection = Any
+Result = TypeVar("Result")
+
+
+class _Backend(Protocol):
+    """What enqueue(), notify() and a Client need of a store module (store/*/store.py)."""
+
+    def enqueue_on(self, cursor: Any, new_job: NewJob) -> int: ...
+
+    def bell_key_of(self, conn: Connection) -> str: ...
+
+    def queue_schema_named(self, conn: Connection) -> AbstractContextManager[None]: ...
+
+
+def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
+            key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
+            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> int:
+    """Enqueue on the application's own connection (PyMySQL or sqlite3), inside its
+    open transaction; does not commit, so the caller's row and its job commit together.
+    Returns the job id (the existing one for a repeated queue and key)."""
+    job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
+                  priority=priority, max_attempts=max_attempts,
+                  max_payload_bytes=max_payload_bytes)
+    # A database without the queue schema raises NoQueueDatabase (a UserError naming
+    # it), not the driver's "no such table": translated after the fact, no extra query.
+    backend = _backend_for(conn)
+    with closing(conn.cursor()) as cursor, backend.queue_schema_named(conn):
+        return backend.enqueue_on(cursor, job)
+
+
+def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
+    """Call after the transaction holding your enqueue()s commits: the supervisors of
+    this host wake `jobs` idle workers for `queue` at once, instead of finding the
+    jobs at their next poll. Best effort; no supervisor listening is no error."""
+    doorbell.ring(_backend_for(conn).bell_key_of(conn), {queue: jobs})
+
+
+def _backend_for(conn: Connection) -> _Backend:
+    """The store module that speaks `conn`'s dialect (its SQL stays there). Imported on
+    first use: an application importing prefork loads one dialect, and a Python built
+    without sqlite3 still runs MySQL."""
+    import sqlite3
+    if isinstance(conn, sqlite3.Connection):
+        from .store.sqlite import store as sqlite_backend
+        return sqlite_backend
+    from .store.mysql import store as mysql_backend
+    return mysql_backend
+
+
+class Client:
+    """A producer with its own connection to the queue database: each enqueue
+    inserts, commits and rings this host's idle workers awake.
+
+        with prefork.Client() as client:          # the configured DSN
+            client.enqueue("report.generate", {"account": 7}, key="report-7")
+
+    The DSN is `dsn` when given, else the configuration's, read as the CLI reads it
+    (PREFORK_QUEUE_CONFIG, then PREFORK_QUEUE_* variables, then defaults); `config`
+    replaces that reading. The connection opens at the first enqueue, never creates
+    a database (NoQueueDatabase names a DSN without the queue schema), and is dropped
+    after a database error, so that the next call opens a fresh one.
+
+    Thread-safe: calls from several threads take turns on the one connection (an
+    enqueue is one short statement); for parallel inserts use a Client per thread.
+    Fork-safe: in a forked child the parent's connection is left to the parent and
+    the child's first call opens its own.
+    """
+
+    def __init__(self, dsn: str | None = None, *, config: Config | None = None) -> None:
+        config = config if config is not None else load()
+        self.config = config.replace(dsn=dsn) if dsn else config
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        _LIVE_CLIENTS.add(self)
+
+    def enqueue(self, job_type: str, payload: Payload = None, *, queue: str = "default",
+                key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
+                priority: int = 0, max_attempts: int | None = None) -> int:
+        """Enqueue one job and commit; its id (the existing job's for a repeated queue
+        and key). max_attempts defaults to the configured one. Bad arguments raise a
+        one-line UserError before anything is sent."""
+        job = self._new_job(job_type, payload, queue=queue, key=key, delay=delay,
+                            run_at=run_at, priority=priority, max_attempts=max_attempts)
+        return self._with_store(lambda store: store.enqueue(job))
+
+    def enqueue_many(self, job_type: str, payloads: Iterable[Payload], *,
+                     queue: str = "default", delay: float = 0.0, run_at: datetime | None = None,
+                     priority: int = 0, max_attempts: int | None = None) -> int:
+        """Enqueue a job of `job_type` for each payload, in one transaction (all are
+        validated first: a bad one inserts none). Returns how many were inserted."""
+        jobs = [self._new_job(job_type, payload, queue=queue, key=None, delay=delay,
+                              run_at=run_at, priority=priority, max_attempts=max_attempts)
+                for payload in payloads]
+        return self._with_store(lambda store: store.enqueue_many(jobs))
+
+    def close(self) -> None:
+        """Close the connection; a later enqueue opens a new one."""
+        with self._lock:
+            store, self._store = self._store, None
+            if store is not None:
+                store.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _new_job(self, job_type: str, payload: Payload, *, max_attempts: int | None,
+                 **options: Any) -> NewJob:
+        return new_job(job_type, payload, max_payload_bytes=self.config.max_payload_bytes,
+                       max_attempts=self.config.max_attempts if max_attempts is None
+                       else max_attempts, **options)
+
+    def _with_store(self, action: Callable[[Store], Result]) -> Result:
+        """action(store) on our connection, opened now if need be; a database error
+        drops the connection (it may be broken) before it propagates."""
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.config)
+            store = self._store
+            conn = cast(Any, store).conn   # the driver's: its errors name the database
+            try:
+                with _backend_for(conn).queue_schema_named(conn):
+                    return action(store)
+            except driver_errors():
+                self._store = None
+                store.close()
+                raise
+
+    def _forked(self) -> None:
+        """In a new child: the connection (and a lock another thread may have held at
+        the fork) belong to the parent."""
+        self._lock = threading.Lock()
+        if self._store is not None:
+            self._store.abandon()
+            self._store = None
+
+
+# Every Client alive in this process, for the fork hook below.
+_LIVE_CLIENTS: "weakref.WeakSet[Client]" = weakref.WeakSet()
+_default: Client | None = None
+_default_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _default_lock
+    _default_lock = threading.Lock()
+    for client in list(_LIVE_CLIENTS):
+        client._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def default_client() -> Client:
+    """The process's default Client, on the configured DSN, made at first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Client()
+        return _default
+
+
+def set_default_client(client: Client | None) -> Client | None:
+    """Make `client` the one enqueue_task() uses (None: the configured one again, made at
+    next use); returns the one it replaces. prefork.testing.inline() uses this."""
+    global _default
+    with _default_lock:
+        previous, _default = _default, client
+        return previous
+
+
+def enqueue_task(job_type: str, payload: Payload = None, **options: Any) -> int:
+    """Enqueue with the default Client (what a handler's `.enqueue(...)` calls): opens,
+    inserts, commits and rings by itself. Options as Client.enqueue()'s."""
+    return default_client().enqueue(job_type, payload, **options)
