@@ -70,6 +70,11 @@ def test_defaults_queue_priority_attempts_and_no_catch_up(tmp_path):
     ("type = scheduled_tick\nevery = 1\ncatch_up = all\n", "catch_up must be one of"),
     ("type = scheduled_tick\nevery = 1\nqueue = no spaces\n", "invalid queue name"),
     ("type = scheduled_tick\nevery = 1\npriority = high\n", "priority must be a whole number"),
+    ("type = scheduled_tick\ncron = 0 3 * * *\ntimezone = Europe/Zagrebb\n",
+     "unknown time zone 'Europe/Zagrebb'"),
+    ("type = scheduled_tick\ncron = 0 3 * * *\ntimezone = ../../etc/passwd\n",
+     "unknown time zone '../../etc/passwd'"),
+    ("type = scheduled_tick\nevery = 60\ntimezone = Europe/Zagreb\n", "timezone is for cron"),
 ])
 def test_a_bad_schedule_is_a_one_line_error_naming_its_section(tmp_path, body, complaint):
     with pytest.raises(UserError) as caught:
@@ -103,6 +108,90 @@ def test_cron_ticks_in_utc(tmp_path, cron, moment, latest, following):
     schedule = one(tmp_path, f"type = scheduled_tick\ncron = {cron}\n")
     assert schedule.latest(at(moment)) == at(latest)
     assert schedule.next_after(at(moment)) == at(following)
+
+
+# -- cron in a time zone: the daylight-saving days -----------------------------------------
+
+def ticks_enqueued_between(schedule, start, end, step=timedelta(seconds=20)):
+    """The keys' ticks the real Scheduler enqueues, its clock read every `step` from
+    `start` to `end` (UTC texts), as UTC texts."""
+    moment = [at(start).timestamp()]
+    scheduler = Scheduler({"s": schedule}, clock=lambda: moment[0])
+    view = EnqueueOnly(answer=1)
+    while moment[0] <= at(end).timestamp():
+        scheduler.tick(time.monotonic(), view)
+        moment[0] += step.total_seconds()
+    keys = [job.key.split(":", 2)[2] for job in view.jobs]
+    assert len(keys) == len(set(keys)), keys   # the scheduler itself never repeats a key
+    return keys
+
+
+def zoned(tmp_path, cron, zone):
+    return one(tmp_path, f"type = scheduled_tick\ncron = {cron}\ntimezone = {zone}\n")
+
+
+@pytest.mark.parametrize("cron, start, end, expected", [
+    # Zagreb, 2026-03-29: 02:00 CET is 03:00 CEST (01:00Z). 02:30 does not exist that
+    # day: it runs once, at 03:00 CEST; on the days around it, at 02:30.
+    ("30 2 * * *", "2026-03-27T12:00:00", "2026-03-30T12:00:00",
+     ["2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"]),
+    # Every half hour: 02:00 and 02:30 are skipped, and 03:00 is the instant they
+    # skipped to: one tick, not three.
+    ("*/30 * * * *", "2026-03-29T00:10:00", "2026-03-29T02:10:00",
+     ["2026-03-29T00:30:00Z", "2026-03-29T01:00:00Z", "2026-03-29T01:30:00Z",
+      "2026-03-29T02:00:00Z"]),
+    ("0 2 * * *", "2026-03-28T12:00:00", "2026-03-29T12:00:00", ["2026-03-29T01:00:00Z"]),
+    ("0 3 * * *", "2026-03-28T12:00:00", "2026-03-29T12:00:00", ["2026-03-29T01:00:00Z"]),
+    # Zagreb, 2026-10-25: 03:00 CEST is 02:00 CET (01:00Z); 02:00-03:00 comes twice.
+    # 02:30 runs once, the first time (CEST).
+    ("30 2 * * *", "2026-10-24T12:00:00", "2026-10-26T12:00:00",
+     ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]),
+    ("*/30 * * * *", "2026-10-24T23:10:00", "2026-10-25T02:40:00",
+     ["2026-10-24T23:30:00Z", "2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z",
+      "2026-10-25T02:00:00Z", "2026-10-25T02:30:00Z"]),
+    ("0 * * * *", "2026-10-24T22:30:00", "2026-10-25T03:30:00",
+     ["2026-10-24T23:00:00Z", "2026-10-25T00:00:00Z", "2026-10-25T02:00:00Z",
+      "2026-10-25T03:00:00Z"]),
+])
+def test_cron_in_zagreb_on_the_daylight_saving_days(tmp_path, cron, start, end, expected):
+    schedule = zoned(tmp_path, cron, "Europe/Zagreb")
+    assert ticks_enqueued_between(schedule, start, end) == expected
+
+
+@pytest.mark.parametrize("cron, start, end, expected", [
+    # Lord Howe (+10:30) moves by 30 minutes. 2026-10-04: 02:00 is 02:30 (15:30Z the
+    # day before).
+    ("15 2 * * *", "2026-10-02T12:00:00", "2026-10-04T12:00:00",
+     ["2026-10-02T15:45:00Z", "2026-10-03T15:30:00Z"]),
+    # 2026-04-05: 02:00 is 01:30 again (15:00Z the day before): 01:45 runs once.
+    ("45 1 * * *", "2026-04-03T12:00:00", "2026-04-05T12:00:00",
+     ["2026-04-03T14:45:00Z", "2026-04-04T14:45:00Z"]),
+])
+def test_cron_in_a_zone_that_moves_by_half_an_hour(tmp_path, cron, start, end, expected):
+    schedule = zoned(tmp_path, cron, "Australia/Lord_Howe")
+    assert ticks_enqueued_between(schedule, start, end) == expected
+
+
+@pytest.mark.parametrize("cron", ["30 2 * * *", "*/20 * * * *", "0 * * * *", "59 1 * * *"])
+@pytest.mark.parametrize("day", ["2026-03-29", "2026-10-25"])
+def test_latest_and_next_after_agree_with_the_ticks_across_a_change_of_clocks(tmp_path, cron,
+                                                                              day):
+    schedule = zoned(tmp_path, cron, "Europe/Zagreb")
+    start, end = at(f"{day}T00:00:00") - timedelta(hours=6), at(f"{day}T00:00:00") + timedelta(days=1)
+    ticks = [at(key.rstrip("Z")) for key in ticks_enqueued_between(
+        schedule, iso(start - timedelta(days=1))[:-1], iso(end + timedelta(days=1))[:-1])]
+    moment = start
+    while moment < end:
+        assert schedule.latest(moment) == max(t for t in ticks if t <= moment), moment
+        assert schedule.next_after(moment) == min(t for t in ticks if t > moment), moment
+        moment += timedelta(minutes=7, seconds=30)
+
+
+def test_a_schedule_in_utc_by_default_and_named_in_its_armed_event(tmp_path):
+    schedule = one(tmp_path, "type = scheduled_tick\ncron = 30 2 * * *\n")
+    assert ticks_enqueued_between(schedule, "2026-10-24T12:00:00", "2026-10-25T12:00:00") == \
+        ["2026-10-25T02:30:00Z"]
+    assert str(schedule.zone) == "UTC"
 
 
 def test_a_late_pass_of_the_loop_loses_no_tick(tmp_path):
@@ -246,6 +335,8 @@ def test_catch_up_latest_enqueues_one_missed_tick_after_a_restart_none_by_defaul
 @pytest.mark.parametrize("section, complaint", [
     ("[schedule:ghost]\ntype = no_such_type\nevery = 1\n", "has no handler"),
     ("[schedule:ghost]\ntype = scheduled_tick\ncron = 0 25 * * *\n", "invalid cron"),
+    ("[schedule:ghost]\ntype = scheduled_tick\ncron = 0 3 * * *\ntimezone = Mars/Olympus\n",
+     "unknown time zone 'Mars/Olympus'"),
 ])
 def test_run_refuses_a_bad_schedule_in_one_line_before_forking(tmp_path, migrated, section,
                                                                complaint):

@@ -55,11 +55,18 @@ def _config_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Print every setting as a Markdown table (the README's).")
 
 
+def _example() -> str:
+    """The settings, then the named sections, each example made beside its parser."""
+    from ..observers import schedules
+    from ..worker import commands
+    return example_file() + commands.example() + schedules.example()
+
+
 @command("config", "Print the effective configuration (secrets masked) and where each value "
          "came from.", arguments=_config_arguments)
 def config_command(args: argparse.Namespace, config: Config) -> None:
     if args.example or args.markdown:
-        print(example_file() if args.example else settings_table(), end="")
+        print(_example() if args.example else settings_table(), end="")
         return
     for name, shown, source in config.describe():
         print(f"{name} = {shown}    # {source}")

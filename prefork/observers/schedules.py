@@ -6,9 +6,20 @@
     payload = {"format": "pdf"}
     queue = reports
     catch_up = none
+    timezone = Europe/Zagreb
 
 `type` needs a handler (--app or a [command:...] section); exactly one of
-`cron` (5 fields, UTC) or `every` (seconds); catch_up is none or latest.
+`cron` (5 fields) or `every` (seconds); catch_up is none or latest. KEY_DOCS
+lists every key; the example config is made from it (example()).
+
+A cron's fields are wall-clock times in its `timezone` (UTC by default; an
+IANA name). Each matching wall-clock time is one tick, at one instant: a time
+that occurs twice (the hour repeated when the clocks go back) runs at its
+first occurrence only; a time that does not occur (the hour skipped when they
+go forward) runs at the instant the clocks skipped to, and several skipped
+times of one schedule are that one tick. croniter is given naive wall times
+only, so this holds whatever it does with aware ones (7.0 runs a repeated
+time twice). `every` counts seconds and ignores time zones.
 
 Every supervisor enqueues every tick, with the idempotency key
 "schedule:NAME:2026-01-05T03:00:00Z": the store returns the existing job for
@@ -32,8 +43,9 @@ import logging
 import math
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, Callable, Collection, Literal, Mapping, Optional, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
 
@@ -45,7 +57,24 @@ from ..worker import commands
 if TYPE_CHECKING:
     from . import SupervisorView
 
-KEYS = ("type", "cron", "every", "payload", "queue", "priority", "max_attempts", "catch_up")
+# Every key of a [schedule:NAME] section: (key, example value, meaning). The parser
+# takes these keys and no other, and the example config shows them all.
+KEY_DOCS = (
+    ("type", "report.build", "The job type to enqueue: an --app handler or a [command:TYPE] "
+     "section. Required."),
+    ("cron", "0 3 * * *", "minute hour day-of-month month day-of-week, in `timezone`. "
+     "Give cron or every, not both."),
+    ("every", "300", "Or: a tick every N seconds, aligned to multiples of N since the epoch."),
+    ("timezone", "Europe/Zagreb", "IANA zone of the cron fields (default UTC). A time the "
+     "clocks skip runs once, when they skip; a repeated time runs once, the first time."),
+    ("payload", '{"format": "pdf"}', "The JSON payload of every tick's job (default {})."),
+    ("queue", "reports", "The job's queue (default: default)."),
+    ("priority", "0", "The job's priority: lower runs first (default 0)."),
+    ("max_attempts", "5", "The job's attempts before dead (default: the max_attempts setting)."),
+    ("catch_up", "none", "none: a tick missed while no supervisor ran is skipped; latest: "
+     "enqueue the most recent one at start."),
+)
+KEYS = tuple(key for key, _, _ in KEY_DOCS)
 CATCH_UP = ("none", "latest")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")   # whole names only: fullmatch
 SLACK = timedelta(seconds=2)          # a tick stays due this long after the next one
@@ -67,30 +96,65 @@ class Schedule:
     cron: Optional[str]
     every: Optional[int]      # seconds
     catch_up: str
+    zone: tzinfo = timezone.utc   # of the cron fields
 
     def next_after(self, moment: datetime) -> datetime:
         """The first tick strictly after `moment` (an aware datetime)."""
         if self.every:
             seconds = int((moment - EPOCH) // timedelta(seconds=self.every) + 1) * self.every
             return EPOCH + timedelta(seconds=seconds)
-        return self._cron(moment).get_next(datetime)
+        return self._next_wall_time(moment)[1]
 
     def latest(self, moment: datetime) -> datetime:
         """The last tick at or before `moment`."""
         if self.every:
             seconds = int((moment - EPOCH) // timedelta(seconds=self.every)) * self.every
             return EPOCH + timedelta(seconds=seconds)
-        return self._cron(self.next_after(moment)).get_prev(datetime)
+        # Instants grow with wall times: the wall time before the next tick's is the latest.
+        following, _ = self._next_wall_time(moment)
+        return wall_instant(self._wall_times(following).get_prev(datetime), self.zone)
 
-    def _cron(self, moment: datetime) -> croniter:
+    def _wall_times(self, wall: datetime) -> croniter:
+        """The cron's wall-clock times around naive `wall`: calendar arithmetic only."""
         assert self.cron is not None   # a schedule has either every or cron
-        return croniter(self.cron, moment)
+        return croniter(self.cron, wall)
+
+    def _next_wall_time(self, moment: datetime) -> tuple[datetime, datetime]:
+        """(wall time, instant) of the first tick strictly after `moment`. The wall
+        times just after the clock's reading at `moment` may still name instants at or
+        before it (a repeated hour, a skipped one): they are passed over."""
+        wall_times = self._wall_times(moment.astimezone(self.zone).replace(tzinfo=None))
+        while True:
+            wall = wall_times.get_next(datetime)
+            instant = wall_instant(wall, self.zone)
+            if instant > moment:
+                return wall, instant
 
     def key(self, tick: datetime) -> str:
         return f"schedule:{self.name}:{iso(tick)}"
 
     def job_for(self, tick: datetime) -> NewJob:
         return dataclasses.replace(self.job, key=self.key(tick))
+
+
+def wall_instant(wall: datetime, zone: tzinfo) -> datetime:
+    """The instant (UTC) that naive wall time `wall` of `zone` names: the first of the
+    two in a repeated hour; for a time the clocks skipped, the instant they skipped at."""
+    instant = wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc)
+    if instant.astimezone(zone).replace(tzinfo=None) == wall:
+        return instant
+    # Skipped: fold=1 reads the wall time with the offset after the jump, which
+    # names an instant before it; fold=0 with the offset before, an instant after.
+    before = int(wall.replace(tzinfo=zone, fold=1).timestamp())
+    after = int(instant.timestamp())
+    offset_after = instant.astimezone(zone).utcoffset()
+    while after - before > 1:   # the jump is on a whole second
+        middle = (before + after) // 2
+        if datetime.fromtimestamp(middle, zone).utcoffset() == offset_after:
+            after = middle
+        else:
+            before = middle
+    return datetime.fromtimestamp(after, timezone.utc)
 
 
 def due_ticks(schedule: Schedule, done_until: datetime, now: datetime,
@@ -159,6 +223,7 @@ def _parse(name: str, keys: Mapping[str, str], config: Any, fail: commands.Fail)
     if not keys.get("type"):
         raise fail("type is required: the job type to enqueue")
     cron, every = _parse_timing(keys, fail)
+    zone = _parse_zone(keys.get("timezone"), cron, fail)
     catch_up = keys.get("catch_up", "none")
     if catch_up not in CATCH_UP:
         raise fail(f"catch_up must be one of {', '.join(CATCH_UP)}, got {catch_up!r}")
@@ -170,18 +235,18 @@ def _parse(name: str, keys: Mapping[str, str], config: Any, fail: commands.Fail)
                       max_payload_bytes=config.max_payload_bytes)
     except UserError as exc:
         raise fail(str(exc)) from None
-    return Schedule(name, job, cron, every, catch_up)
+    return Schedule(name, job, cron, every, catch_up, zone)
 
 
 def _parse_timing(keys: Mapping[str, str],
                   fail: commands.Fail) -> tuple[Optional[str], Optional[int]]:
     cron, every = keys.get("cron"), keys.get("every")
     if (cron is None) == (every is None):
-        raise fail("give exactly one of cron (5 fields, UTC) or every (seconds)")
+        raise fail("give exactly one of cron (5 fields) or every (seconds)")
     if cron is not None:
         if len(cron.split()) != 5 or not croniter.is_valid(cron):
             raise fail(f"invalid cron expression {cron!r}: use 5 fields "
-                       f"(minute hour day-of-month month day-of-week), in UTC")
+                       f"(minute hour day-of-month month day-of-week)")
         try:
             croniter(cron, datetime.now(timezone.utc)).get_next(datetime)
         except CroniterError:
@@ -195,6 +260,24 @@ def _parse_timing(keys: Mapping[str, str],
     if seconds < 1:
         raise fail(f"every must be a whole number of seconds, at least 1, got {every!r}")
     return None, seconds
+
+
+def _parse_zone(name: Optional[str], cron: Optional[str], fail: commands.Fail) -> tzinfo:
+    if name is None:
+        return timezone.utc
+    if cron is None:
+        raise fail("timezone is for cron: every counts seconds, whatever the zone")
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):   # ValueError: not a zone key at all
+        raise fail(f"unknown time zone {name!r}: use an IANA name, e.g. Europe/Zagreb") from None
+
+
+def example() -> str:
+    """The commented [schedule:NAME] example of `prefork-queue config --example`."""
+    return commands.example_section(
+        "schedule:nightly-report", KEY_DOCS,
+        "a recurring job (each tick is enqueued once, by any supervisor)")
 
 
 def _parse_int(keys: Mapping[str, str], key: str, default: int, fail: commands.Fail) -> int:
@@ -229,6 +312,7 @@ class ScheduleState:
         self.catch_up_tick = latest if schedule.catch_up == "latest" else None
         self.set_done_until(latest - JUST_BEFORE if self.catch_up_tick else latest)
         event("schedule_armed", schedule=schedule.name, type=schedule.job.type,
+              timezone=str(schedule.zone),
               next_tick=iso(schedule.next_after(now)),
               catch_up_tick=self.catch_up_tick and iso(self.catch_up_tick))
 

@@ -48,7 +48,21 @@ from ..errors import CommandFailed, RejectedJob, UserError
 from ..jobs import JOB_TYPE_PATTERN, Job
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute
 
-KEYS = ("argv", "timeout", "cwd", "env", "allow_option_values")
+# Every key of a [command:TYPE] section: (key, example value, meaning). The parser
+# takes these keys and no other, and the example config shows them all.
+KEY_DOCS = (
+    ("argv", "php artisan report:build --format={format} -- {account}",
+     "The program and its arguments, split once like a shell would, run without one; "
+     "{name} is the payload's value, inside its one argument. Required."),
+    ("timeout", "600", "Seconds before the job's soft timeout (default: the soft_timeout "
+     "setting)."),
+    ("cwd", "/srv/app", "Directory the program runs in (default: the worker's)."),
+    ("env", "APP_ENV=production LOG_CHANNEL=stderr", "NAME=VALUE pairs added to the "
+     "inherited environment."),
+    ("allow_option_values", "false", "true lets a placeholder's value begin its argument with "
+     "'-' (pass an option to the program)."),
+)
+KEYS = tuple(key for key, _, _ in KEY_DOCS)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")   # whole names only: fullmatch
 # One match per token of an argv element: {{, }}, {name}, or a stray brace.
 TEMPLATE_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
@@ -204,6 +218,22 @@ def _check_program(program: str, cwd: str | None, path: str | None, fail: Fail) 
             raise fail(f"program {program!r} is not an executable file")
     elif shutil.which(program, path=path) is None:
         raise fail(f"program {program!r} not found in PATH")
+
+
+def example() -> str:
+    """The commented [command:TYPE] example of `prefork-queue config --example`."""
+    return example_section("command:report.build", KEY_DOCS,
+                           "a job type that runs a program (exit 0: done)")
+
+
+def example_section(section: str, key_docs: tuple[tuple[str, str, str], ...],
+                    about: str) -> str:
+    """A named section, commented out: what it is, then each key's meaning and example."""
+    kind = section.split(":", 1)[0]
+    lines = ["", f"# --- [{kind}:NAME]: {about} ---", f"# [{section}]"]
+    for key, value, meaning in key_docs:
+        lines += [f"# {meaning}", f"# {key} = {value}"]
+    return "\n".join(lines) + "\n"
 
 
 def install(specs: Mapping[str, CommandSpec]) -> None:
