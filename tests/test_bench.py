@@ -2,6 +2,7 @@
 report is complete and sane, and nothing of the bench is left behind (rows,
 processes), also after Ctrl-C. Speed is never asserted here."""
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +64,16 @@ def test_bench_on_sqlite_prints_the_table_and_says_what_is_mysql_only(sqlite_mig
     assert header.split()[:3] == ["workers", "enqueue/s", "ours"]
     assert first.split()[0] == "1" and second.split()[0] == "2"
     assert "MySQL-only" in result.stdout
+    # A line per phase on stderr (not a terminal here, so no bar): contender, worker
+    # count, jobs so far and time elapsed.
+    phases = [re.sub(r"\d+ s elapsed", "T s elapsed", line)
+              for line in result.stderr.splitlines()]
+    assert phases == [f"prefork-queue bench: {phase} ({done} jobs so far, T s elapsed)"
+                      for phase, done in [("1 worker: ours, 100 jobs", 0),
+                                          ("1 worker: ours, 10 pickups", 100),
+                                          ("2 workers: ours, 100 jobs", 110),
+                                          ("2 workers: ours, 10 pickups", 210),
+                                          ("done", 220)]], result.stderr
     as_json = run_cli("bench", "--workers", "1", "--jobs", "50", "--pickups", "3", "--json",
                       dsn=sqlite_migrated, timeout=300)
     report = json.loads(as_json.stdout)

@@ -110,19 +110,26 @@ class Bench:
                                  latency_file)
         self.batch = noop_batch(plan.jobs, plan.payload_bytes, self.queue, config.max_payload_bytes)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
+        self.started = time.monotonic()
 
     def _progress_total(self):
         per_count = self.plan.jobs * (2 if self.db.is_mysql else 1) + 2 * self.plan.pickups
         return per_count * len(self.plan.workers) + (self.plan.jobs if self.plan.done_rows else 0)
 
-    def _label(self, text):
+    def _phase(self, text):
+        """A phase begins: its line on stderr, whether or not the bar is drawn (a run of
+        minutes into a log or a pipe is not silent), and the bar's label."""
         self.progress.label = text[:LABEL_WIDTH].ljust(LABEL_WIDTH)
+        after_bar = "\n" if self.progress.enabled and self.progress.done else ""
+        print(f"{after_bar}prefork-queue bench: {text} ({self.progress.done:,} jobs so far, "
+              f"{time.monotonic() - self.started:.0f} s elapsed)", file=sys.stderr, flush=True)
 
     # -- the runs -------------------------------------------------------------------
 
     def run(self):
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
+        self._phase("done")
         return self.report(rows, done_rows)
 
     def one_worker_count(self, workers):
@@ -132,7 +139,7 @@ class Bench:
 
     def run_ours(self, workers, extras=True):
         """The real supervisor: throughput, then (extras) pickup latency and idle load."""
-        self._label(f"{workers} workers: ours")
+        self._phase(f"{_workers(workers)}: ours, {self.plan.jobs:,} jobs")
         background = measure_background(self.db) if extras else None
         supervisor = bench_supervisor(workers, self.queue, self.env,
                                       self.tmp / f"supervisor-{workers}.log")
@@ -143,11 +150,12 @@ class Bench:
             throughput = measure_throughput(self.db, self.queue, self.batch, watch, self.progress)
             run = OursRun(throughput, dict(watch.peaks), background_stmts_per_s=background)
             if extras:
-                self._label(f"{workers} workers: pickups")
+                self._phase(f"{_workers(workers)}: ours, {2 * self.plan.pickups} pickups")
                 run.pickups = measure_pickups(self.db, self.queue, self.rung, watch, self.progress)
                 run.polled_pickups = measure_pickups(self.db, self.queue, self.polled, watch,
                                                      self.progress)
-                self._label(f"{workers} workers: idle load")
+                if self.db.is_mysql:   # SQLite has no server to measure
+                    self._phase(f"{_workers(workers)}: ours, idle load")
                 run.idle_stmts_per_s = measure_idle_load(self.db, watch)
         finally:
             supervisor.stop()
@@ -155,7 +163,7 @@ class Bench:
         return run
 
     def run_baseline(self, workers):
-        self._label(f"{workers} workers: baseline")
+        self._phase(f"{_workers(workers)}: baseline, {self.plan.jobs:,} jobs")
         pool = BaselinePool(self.config, self.queue, workers)
         try:
             pool.start()
@@ -170,11 +178,11 @@ class Bench:
     def big_table_run(self, rows):
         """--done-rows: fill the table, rerun the largest worker count's throughput."""
         workers = max(self.plan.workers)
-        self._label(f"filling {self.plan.done_rows:,} done rows")
+        self._phase(f"filling {self.plan.done_rows:,} done rows")
         for _ in self.db.fill_done(self.done_queue, self.plan.done_rows, NOOP,
                                    self.batch[0].payload_text):
             self.progress.advance(0)
-        self._label("letting the server settle")
+        self._phase("letting the server settle")
         settled = wait_settled(self.server, lambda: self.progress.advance(0))
         ours = self.run_ours(workers, extras=False).throughput.jobs_per_s
         empty = next(row["ours_jobs_per_s"] for row in rows if row["workers"] == workers)
@@ -210,6 +218,10 @@ class Bench:
             reason = str(exc) if isinstance(exc, UserError) else error_class(exc)
             print(f"prefork-queue bench: warning: could not delete the rows of queues "
                   f"{self.queue} and {self.done_queue}: {reason}", file=sys.stderr)
+
+
+def _workers(count):
+    return f"{count} worker{'' if count == 1 else 's'}"
 
 
 def run_bench(plan, config):
