@@ -1,20 +1,23 @@
 """Lifecycle events as JSON lines (or readable text on a terminal).
 
 Every event is one call: `event("job_claimed", job_id=1, ...)`, its name declared
-in the catalogue (events.py). Fields are chosen by our code, never payloads or raw
-exception messages (one exception: the traceback of what nobody expected, for the
-operator, through `unexpected()`).
+in the catalogue (events.py). Fields are chosen by our code, never payloads. Exception
+messages appear in two places only, for the operator: the traceback of what nobody
+expected (`unexpected()`), and a failed job's error and traceback (job_failed,
+job_dead), which follow the error_detail setting and are masked (failures.py).
 """
 import io
 import json
 import logging
 import os
 import sys
+import textwrap
 import traceback
 from datetime import datetime, timezone
 
 from .config import Config
 from .events import Event, named
+from .failures import error_class as error_class  # what we may say of any exception
 
 LOGGER = logging.getLogger("prefork")
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO,
@@ -52,9 +55,16 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, "prefork_fields", {})
-        details = " ".join(f"{key}={value}" for key, value in fields.items())
-        return (f"{_timestamp(record)} {record.levelname:<7} [{record.process}] "
+        inline = {key: value for key, value in fields.items() if "\n" not in str(value)}
+        details = " ".join(f"{key}={value}" for key, value in inline.items())
+        line = (f"{_timestamp(record)} {record.levelname:<7} [{record.process}] "
                 f"{record.getMessage()} {details}").rstrip()
+        # A many-line field (a traceback) follows its event's line, indented, so
+        # that every line that starts at the margin is an event's.
+        for key, value in fields.items():
+            if key not in inline:
+                line += f"\n  {key}:\n" + textwrap.indent(str(value), "    ")
+        return line
 
 
 class PrivateFileHandler(logging.FileHandler):
@@ -89,13 +99,6 @@ def configure(log_format: str = "auto", level: str = "info",
 
 def configure_from(config: Config) -> None:
     configure(config.log_format, config.log_level, config.log_file)
-
-
-def error_class(exc: BaseException) -> str:
-    """What we may say about an exception we did not raise: its class, never its message."""
-    cls = type(exc)
-    module = cls.__module__
-    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
 
 
 def os_error_text(exc: OSError) -> str:

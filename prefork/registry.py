@@ -3,42 +3,75 @@
 Handlers are looked up by the job type string only; nothing in job data can
 name a module or class to import.
 """
+import functools
 import importlib
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 from .config import Config
 from .errors import UserError
-from .jobs import JOB_TYPE_PATTERN, Job
+from .jobs import JOB_TYPE_PATTERN, Job, Payload
+from .retry import RetryRules
 
 # A handler receives the claimed Job; what it returns is ignored.
 Handler = Callable[[Job], object]
-HandlerT = TypeVar("HandlerT", bound=Handler)
+Result = TypeVar("Result")
 # (soft, hard) timeout in seconds set for a job type by handler(); None: the configured one.
 Timeouts = tuple[float | None, float | None]
+NO_RULES = RetryRules()
 
 _handlers: dict[str, Handler] = {}
 _timeouts: dict[str, Timeouts] = {}
+_rules: dict[str, RetryRules] = {}
 
 
-def handler(job_type: str, soft_timeout: float | None = None,
-            hard_timeout: float | None = None) -> Callable[[HandlerT], HandlerT]:
+class Task(Generic[Result]):
+    """What @prefork.handler returns: the handler, still callable as before, that
+    can also enqueue a job of its type by itself: `generate.enqueue({"id": 7})`."""
+
+    def __init__(self, job_type: str, func: Callable[[Job], Result]) -> None:
+        functools.update_wrapper(self, func)
+        self.job_type = job_type
+        self.func = func
+
+    def __call__(self, job: Job) -> Result:
+        return self.func(job)
+
+    def enqueue(self, payload: Payload = None, **options: Any) -> int:
+        """Enqueue a job of this type on the configured DSN (opened, written, committed
+        and rung by prefork.client.enqueue_task, which takes the same options as
+        prefork.enqueue; max_attempts defaults to the handler's); the job id."""
+        from . import client   # on first use: the worker side never needs it
+        limit = rules(self.job_type).max_attempts
+        if limit is not None:   # the row says how many attempts the job will get
+            options.setdefault("max_attempts", limit)
+        return client.enqueue_task(self.job_type, payload, **options)
+
+
+def handler(job_type: str, soft_timeout: float | None = None, hard_timeout: float | None = None,
+            *, retry_on: object = (), discard_on: object = (), max_attempts: int | None = None,
+            backoff: object = None) -> Callable[[Callable[[Job], Result]], Task[Result]]:
     """Register the decorated function as the handler of `job_type`.
 
     The function receives a `prefork.Job`. Returning normally completes the
     job; raising `prefork.PermanentError` sends it to dead; any other
-    exception schedules a retry with backoff. soft_timeout / hard_timeout
-    (seconds) override the configured ones for this job type.
+    exception schedules a retry with backoff, unless the retry rules say
+    otherwise (retry_on, discard_on, max_attempts, backoff: see
+    prefork.retry.RetryRules). soft_timeout / hard_timeout (seconds) override
+    the configured ones for this job type. A wrong argument is a one-line
+    ValueError or TypeError here, at import.
     """
     if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
         raise ValueError(f"invalid job type name: {job_type!r}")
+    rules = RetryRules.checked(retry_on, discard_on, max_attempts, backoff)
 
-    def register(func: HandlerT) -> HandlerT:
+    def register(func: Callable[[Job], Result]) -> Task[Result]:
         _handlers[job_type] = func
         _timeouts[job_type] = (soft_timeout, hard_timeout)
-        return func
+        _rules[job_type] = rules
+        return Task(job_type, func)
 
     return register
 
@@ -53,6 +86,11 @@ def timeouts(job_type: str, config: Config) -> tuple[float, float]:
     soft, hard = _timeouts.get(job_type, (None, None))
     return (config.soft_timeout if soft is None else soft,
             config.hard_timeout if hard is None else hard)
+
+
+def rules(job_type: str) -> RetryRules:
+    """The retry rules of a job type (the configured behaviour when it set none)."""
+    return _rules.get(job_type, NO_RULES)
 
 
 def registered_types() -> list[str]:

@@ -10,7 +10,8 @@ from typing import Any, Iterable, Optional
 from .. import logs, registry
 from ..config import Config
 from ..errors import UserError
-from ..jobs import JobStatus, NewJob, new_job, parse_json
+from ..failures import HISTORY_LENGTH, parsed_history
+from ..jobs import MAX_ATTEMPTS_LIMIT, JobStatus, NewJob, new_job, parse_json
 from ..progress import Progress
 from ..store import driver_errors
 from ..store.contract import JobRow
@@ -145,8 +146,7 @@ def work_command(args: argparse.Namespace, config: Config) -> Optional[int]:
         worker.run(once=args.once, stop_when_empty=args.stop_when_empty, max_jobs=args.max_jobs)
     except driver_errors() as exc:
         # A fresh process gets a fresh connection: exit, let the caller restart us.
-        logs.event("worker_fatal", level=logging.ERROR, error=logs.error_class(exc),
-                   code=exc.args[0] if exc.args else None)
+        logs.event("worker_fatal", level=logging.ERROR, error=worker.errors.describe(exc))
         return ExitCode.DATABASE
     return None
 
@@ -180,13 +180,20 @@ def _retry_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="*", type=int, metavar="ID")
     parser.add_argument("--all", action="store_true", help="Every dead job (of --queue).")
     parser.add_argument("--queue")
+    parser.add_argument("--max-attempts", type=whole_number, metavar="N",
+                        help="Also set their max_attempts to N (at least 1): more attempts "
+                        "for jobs that used theirs up. A handler's own max_attempts still caps.")
 
 
-@command("retry", "Put dead jobs back to ready with attempts reset.", arguments=_retry_arguments)
+@command("retry", "Put dead jobs back to ready with attempts reset (their error history "
+         "stays, for `show`).", arguments=_retry_arguments, own_flags=("--max-attempts",))
 def retry_command(args: argparse.Namespace, config: Config) -> None:
     if bool(args.ids) == bool(args.all):
         raise UserError("give job ids or --all")
-    count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue)
+    if args.max_attempts is not None and args.max_attempts > MAX_ATTEMPTS_LIMIT:
+        raise UserError(f"--max-attempts must be from 1 to {MAX_ATTEMPTS_LIMIT}")
+    count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue,
+                                             max_attempts=args.max_attempts)
     print(f"retried {count} jobs")
 
 
@@ -196,12 +203,15 @@ def _show_arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("show", "Show one job, as JSON; a ready job that is not due yet says when it runs "
          "(\"waiting\": \"retrying at TIME\" after a failed attempt, \"delayed until TIME\" "
-         "before its first; UTC).", arguments=_show_arguments)
+         "before its first; UTC). \"error_history\" lists its last "
+         f"{HISTORY_LENGTH} failed attempts (attempt, at, error), oldest first.",
+         arguments=_show_arguments)
 def show_command(args: argparse.Namespace, config: Config) -> None:
     store = checked_store(config)
     job = store.get(args.id)
     if job is None:
         raise UserError(f"no job {args.id}")
+    job["error_history"] = parsed_history(job.get("error_history"))
     if job["status"] == JobStatus.READY:   # only then may it be waiting: ask the clock
         job = _with_waiting(job, store.control_state("*")[0])
     print(json.dumps(job, default=str, indent=2))

@@ -7,6 +7,7 @@ from .. import logs
 from ..config import load
 from ..settings import SETTINGS
 from ..errors import DatabaseUnavailable, UserError
+from ..failures import ErrorWriter, database_error
 from ..store import driver_errors
 from ..supervisor.startup import catch_signals_early
 # Importing a command module registers its commands, listed in --help in this order.
@@ -42,8 +43,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except UserError as exc:
         return _fail(ExitCode.USAGE, str(exc))
     except driver_errors() as exc:
-        code = exc.args[0] if exc.args else ""
-        return _fail(ExitCode.DATABASE, f"database error {logs.error_class(exc)} {code}".rstrip())
+        # What failed, in the server's words on one line: "database error
+        # OperationalError 1142: INSERT command denied to user ... for table 'invoices'".
+        text = " ".join(ErrorWriter().mask(database_error(exc)).splitlines())
+        return _fail(ExitCode.DATABASE, f"database error {text}")
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
 

@@ -45,7 +45,7 @@ QueueFigures = dict[str, float]
 StatusRows = tuple[list[dict[str, Any]], list[tuple[Any, ...]], dict[str, int], set[str]]
 
 # A job as get() and dead_jobs() return it: column name -> value, times as
-# naive UTC datetimes.
+# naive UTC datetimes; get()'s error_history is the stored JSON text (or None).
 JobRow = dict[str, Any]
 
 
@@ -158,8 +158,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
-        """Record a failed attempt: dead, or ready again after decision.delay.
-        Fenced like complete(); False if the lease was lost."""
+        """Record a failed attempt: dead, or ready again after decision.delay; the
+        error (cut to failures.MAX_ERROR_LENGTH) becomes last_error and is appended
+        to the job's error history. Fenced like complete(); False if the lease was lost."""
 
     @abc.abstractmethod
     def release(self, job: Job) -> bool:
@@ -179,7 +180,8 @@ class Store(abc.ABC):
     def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
                   max_crashes: int, charge: bool = True) -> JobStatus | None:
         """Return the job of a worker that died of `cause` (e.g. "SIGKILL") while holding it,
-        without waiting for its lease; last_error says "worker died: <cause>".
+        without waiting for its lease; last_error says "worker died: <cause>" (also
+        appended to the error history when the death is charged).
 
         charge=True: the death counts against the job (a crash and a used
         attempt): ready after backoff, or dead when out of attempts or when it
@@ -204,10 +206,10 @@ class Store(abc.ABC):
         """Dead jobs without payloads, newest first."""
 
     @abc.abstractmethod
-    def retry_dead(self, job_ids: Sequence[int] | None = None,
-                   queue: str | None = None) -> int:
-        """Put dead jobs back to ready with attempts reset (all of them when job_ids is None).
-        Returns how many."""
+    def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
+                   max_attempts: int | None = None) -> int:
+        """Put dead jobs back to ready with attempts reset (all of them when job_ids is None),
+        and max_attempts set to this when given. Their error history stays. Returns how many."""
 
     @abc.abstractmethod
     def counts(self) -> dict[str, int]:

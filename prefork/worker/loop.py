@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
-from ..errors import CommandFailed, JobTimeout, LeaseLost, PermanentError, QuickStop, RejectedJob
+from ..errors import CommandFailed, JobTimeout, LeaseLost, QuickStop, RejectedJob
+from ..failures import ErrorWriter
 from ..jobs import Job, Lease, Outcome
-from ..logs import current_host_pid, error_class, event
-from ..retry import RetryPolicy
+from ..logs import current_host_pid, event
+from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
 
 FIRST_IDLE_SLEEP = 0.05
@@ -83,6 +84,7 @@ class Worker:
         self.config = config
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
         self.policy = RetryPolicy.from_config(config)
+        self.errors = ErrorWriter(config.error_detail, config.password())
         self.identity = current_host_pid()
         self.waker = waker or Waker()
         # (first, longest) sleep when no job is ready, doubling in between.
@@ -288,12 +290,16 @@ class Worker:
             self.release_held()
 
     def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
+        """Record a failure as the job type's retry rules decide: the error as the
+        error_detail setting says (our own messages as they are), and in the log
+        where it was raised."""
         if isinstance(exc, LeaseLost):
             return self.lease_lost(job)
-        if isinstance(exc, (RejectedJob, JobTimeout, CommandFailed)):  # our own messages
-            return self.record_failure(job, str(exc), permanent=isinstance(exc, RejectedJob))
-        return self.record_failure(job, error_class(exc),
-                                   permanent=isinstance(exc, PermanentError))
+        decision = registry.rules(job.type).decide(exc, job.attempt, job.max_attempts,
+                                                   self.policy)
+        ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
+        error = str(exc) if ours else self.errors.describe(exc)
+        return self.record_failure(job, error, decision, self.errors.traceback(exc))
 
     def run_handler(self, job: Job) -> None:
         handler = registry.lookup(job.type)
@@ -317,15 +323,16 @@ class Worker:
             return Outcome.RELEASED
         return self.lease_lost(job)
 
-    def record_failure(self, job: Job, error: str, permanent: bool) -> Outcome:
-        decision = self.policy.decide(job.attempt, job.max_attempts, permanent)
+    def record_failure(self, job: Job, error: str, decision: Decision,
+                       traceback: str) -> Outcome:
         if not self.store.fail(job, error, decision):
             return self.lease_lost(job)
         if decision.dead:
-            event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error)
+            event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
+                  traceback=traceback)
             return Outcome.DEAD
         event("job_failed", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
-              retry_in_s=round(decision.delay, 3))
+              retry_in_s=round(decision.delay, 3), traceback=traceback)
         return Outcome.RETRY
 
     @staticmethod

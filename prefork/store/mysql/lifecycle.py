@@ -2,7 +2,11 @@
 and one commit each: multi-statement scripts of queries.py), and what happens to
 one job under its lease (completing with the caller's effect, failing, releasing,
 extending, handing back, recovering expired leases). A part of MySQLStore.
+
+A failed attempt and a hand-back append to the job's error history in Python,
+under the row's lock (failure_queries.py): the failure path is not the hot one.
 """
+import functools
 import json
 import secrets
 from collections.abc import Iterator, Sequence
@@ -12,6 +16,7 @@ from typing import Any
 import pymysql
 
 from ...errors import LeaseLost
+from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job
@@ -23,11 +28,8 @@ from .queries import (
     COUNT_DONE_UNDER_LEASE,
     EXTEND,
     EXTEND_MANY,
-    FAIL,
-    HAND_BACK,
     LOCK_EXPIRED,
     LOCK_FOR_COMPLETION,
-    LOCK_HELD,
     READY_COUNT,
     RECOVER_EXPIRED,
     RELEASE,
@@ -35,6 +37,7 @@ from .queries import (
     placeholders,
     script,
 )
+from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
 from .session import MySQLSession, micros
 
 # Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
@@ -105,9 +108,20 @@ class MySQLLifeCycle(MySQLSession):
         job.finished = True
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
+        return self._retry_contention(functools.partial(self._fail, job, bounded(error),
+                                                        decision))
+
+    def _fail(self, job: Job, error: str, decision: Decision) -> bool:
         status = (JobStatus.DEAD if decision.dead else JobStatus.READY).value
-        return self._rowcount(FAIL, (status, error[:500], micros(decision.delay), status,
-                                     job.id, job.lease_token)) == 1
+        with self._transaction() as cursor:
+            if cursor.execute(LOCK_FAILING, job.lease) != 1:
+                return False
+            locked = cursor.fetchone()
+            assert locked is not None
+            history, now = locked
+            cursor.execute(FAIL, (status, error, appended_history(history, job.attempt, now, error),
+                                  micros(decision.delay), status, job.id))
+            return True
 
     def release(self, job: Job) -> bool:
         return self._rowcount(RELEASE, job.lease) == 1
@@ -132,11 +146,14 @@ class MySQLLifeCycle(MySQLSession):
                 return None
             held = cursor.fetchone()
             assert held is not None
-            attempts, max_attempts, crashes = held
+            attempts, max_attempts, crashes, history, now = held
             status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
                                                      policy, max_crashes, charge)
+            error = bounded(error)
+            if charge:   # a used attempt is a failed one; a restored one is not
+                history = appended_history(history, attempts, now, error)
             cursor.execute(HAND_BACK, (status.value, 0 if charge else 1, 1 if charge else 0,
-                                       error[:500], micros(delay), status.value, job_id))
+                                       error, history, micros(delay), status.value, job_id))
             return status
 
     def recover_expired(self, limit: int = 100) -> int:

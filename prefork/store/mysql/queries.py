@@ -135,7 +135,7 @@ READY_COUNT = (
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 
-# The lease fence of complete, fail and extend (id, token): our token, still
+# The lease fence of complete and extend (id, token): our token, still
 # reserved, lease not yet over. Zero rows matched means the lease was lost.
 LOCK_FOR_COMPLETION = (
     "SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE id = %s AND status = 'reserved'"
@@ -145,15 +145,6 @@ LOCK_FOR_COMPLETION = (
 COMPLETE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
-    " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
-    " AND lease_until > UTC_TIMESTAMP(6)")
-
-# (status, error, delay in microseconds, status again, id, token)
-FAIL = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, last_error = %s,"
-    " lease_token = NULL, lease_until = NULL,"
-    " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
-    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
     " AND lease_until > UTC_TIMESTAMP(6)")
 
@@ -180,19 +171,6 @@ EXTEND_MANY = (
 COUNT_DONE_UNDER_LEASE = ("SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (PRIMARY)"
                           " WHERE status = 'done' AND ({lease_pairs})")
 
-# The dead worker's job, locked by its token (no lease check: the token
-# proves nobody else took it).
-LOCK_HELD = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs FORCE INDEX (PRIMARY)"
-             " WHERE id = %s AND status = 'reserved' AND lease_token = %s FOR UPDATE")
-
-# (status, attempt restored 0/1, crash 0/1, error, delay in microseconds, status, id)
-HAND_BACK = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, attempts = attempts - %s,"
-    " crashes = crashes + %s, last_error = %s, lease_token = NULL, lease_until = NULL,"
-    " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
-    " finished_at = IF(%s = 'dead', UTC_TIMESTAMP(6), NULL), updated_at = UTC_TIMESTAMP(6)"
-    " WHERE id = %s")
-
 # Expired leases, oldest first, reading the lease index; SKIP LOCKED so a
 # worker finishing its job right now is never waited on.
 LOCK_EXPIRED = (
@@ -214,24 +192,26 @@ RECOVER_EXPIRED = (
 
 GET = (
     "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
-    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, created_at,"
-    " updated_at, finished_at FROM prefork_jobs WHERE id = %s")
+    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, error_history,"
+    " created_at, updated_at, finished_at FROM prefork_jobs WHERE id = %s")
 
 DEAD_JOBS = (
     "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
     " WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
     " ORDER BY finished_at DESC, id DESC LIMIT %s")
 
+# (new max_attempts or NULL to keep each job's, queue or NULL, queue again)
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
-    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' AND (%s IS NULL OR queue = %s)")
+    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE status = 'dead' AND (%s IS NULL OR queue = %s)")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
-    " updated_at = UTC_TIMESTAMP(6) WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
-    " AND id IN ({ids})")
+    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE status = 'dead' AND (%s IS NULL OR queue = %s) AND id IN ({ids})")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 

@@ -11,6 +11,7 @@ from contextlib import closing, contextmanager
 from typing import Any
 
 from ...errors import LeaseLost
+from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job
@@ -23,6 +24,7 @@ from .queries import (
     DONE_WITH_TOKEN,
     EXTEND,
     FAIL,
+    FAILING_HISTORY,
     HAND_BACK,
     HELD_BY_TOKEN,
     HOLDS_LEASE,
@@ -100,8 +102,17 @@ class SQLiteLifeCycle(SQLiteSession):
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
         status = JobStatus.DEAD if decision.dead else JobStatus.READY
-        params = {**_lease(job.lease), "status": status.value, "error": error[:500]}
-        return self._write_one(FAIL, params, available_at=decision.delay) == 1
+        error = bounded(error)
+        with self._write() as cursor:
+            now = utc_now()
+            stamps = times(now, available_at=decision.delay)
+            held = cursor.execute(FAILING_HISTORY, {**_lease(job.lease), **stamps}).fetchone()
+            if held is None:
+                return False
+            cursor.execute(FAIL, {**_lease(job.lease), **stamps, "status": status.value,
+                                  "error": error,
+                                  "history": appended_history(held[0], job.attempt, now, error)})
+            return cursor.rowcount == 1
 
     def release(self, job: Job) -> bool:
         return self._write_one(RELEASE, _lease(job.lease)) == 1
@@ -130,13 +141,16 @@ class SQLiteLifeCycle(SQLiteSession):
             held = cursor.execute(HELD_BY_TOKEN, {"id": job_id, "token": lease_token}).fetchone()
             if held is None:
                 return None
-            attempts, max_attempts, crashes = held
+            attempts, max_attempts, crashes, history = held
             status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
                                                      policy, max_crashes, charge)
+            error, now = bounded(error), utc_now()
+            if charge:   # a used attempt is a failed one; a restored one is not
+                history = appended_history(history, attempts, now, error)
             cursor.execute(HAND_BACK, {
                 "id": job_id, "status": status.value, "restored": 0 if charge else 1,
-                "crashed": 1 if charge else 0, "error": error[:500],
-                **times(utc_now(), available_at=delay)})
+                "crashed": 1 if charge else 0, "error": error, "history": history,
+                **times(now, available_at=delay)})
             return status
 
     def recover_expired(self, limit: int = 100) -> int:

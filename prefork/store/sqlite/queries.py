@@ -58,7 +58,7 @@ READY_COUNT = (
     " LIMIT :limit)")
 
 # --- one job under its lease ----------------------------------------------------------------
-# The lease fence of complete, fail and extend: our token, still reserved, lease
+# The lease fence of complete and extend: our token, still reserved, lease
 # not yet over. Zero rows matched means the lease was lost.
 
 HOLDS_LEASE = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'reserved'"
@@ -75,9 +75,14 @@ COMPLETE = (
 DONE_WITH_TOKEN = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'done'"
                    " AND lease_token = :token")
 
+# A failed attempt: the fence, reading the job's error history (the write lock
+# is held from here to FAIL, which appends the attempt computed in Python).
+FAILING_HISTORY = ("SELECT error_history FROM prefork_jobs WHERE id = :id"
+                   " AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
+
 FAIL = (
-    "UPDATE prefork_jobs SET status = :status, last_error = :error, lease_token = NULL,"
-    " lease_until = NULL, available_at = :available_at,"
+    "UPDATE prefork_jobs SET status = :status, last_error = :error, error_history = :history,"
+    " lease_token = NULL, lease_until = NULL, available_at = :available_at,"
     " finished_at = CASE WHEN :status = 'dead' THEN :now END, updated_at = :now"
     " WHERE id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
@@ -94,14 +99,14 @@ EXTEND = (
 
 # The dead worker's job, by its token (no lease check: the token proves
 # nobody else took it).
-HELD_BY_TOKEN = ("SELECT attempts, max_attempts, crashes FROM prefork_jobs"
+HELD_BY_TOKEN = ("SELECT attempts, max_attempts, crashes, error_history FROM prefork_jobs"
                  " WHERE id = :id AND status = 'reserved' AND lease_token = :token")
 
 HAND_BACK = (
     "UPDATE prefork_jobs SET status = :status, attempts = attempts - :restored,"
-    " crashes = crashes + :crashed, last_error = :error, lease_token = NULL, lease_until = NULL,"
-    " available_at = :available_at, finished_at = CASE WHEN :status = 'dead' THEN :now END,"
-    " updated_at = :now WHERE id = :id")
+    " crashes = crashes + :crashed, last_error = :error, error_history = :history,"
+    " lease_token = NULL, lease_until = NULL, available_at = :available_at,"
+    " finished_at = CASE WHEN :status = 'dead' THEN :now END, updated_at = :now WHERE id = :id")
 
 # Up to :limit expired leases, oldest first through the lease index, back to
 # ready (dead when out of attempts).
@@ -118,22 +123,25 @@ RECOVER_EXPIRED = (
 
 GET = (
     "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
-    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, created_at,"
-    " updated_at, finished_at FROM prefork_jobs WHERE id = :id")
+    " max_attempts, crashes, available_at, lease_until, locked_by, last_error, error_history,"
+    " created_at, updated_at, finished_at FROM prefork_jobs WHERE id = :id")
 
 DEAD_JOBS = (
     "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
     " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue)"
     " ORDER BY finished_at DESC, id DESC LIMIT :limit")
 
+# :max_attempts: the jobs' new max_attempts, or NULL to keep each one's.
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
-    " lease_until = NULL, finished_at = NULL, available_at = :now, updated_at = :now"
+    " lease_until = NULL, finished_at = NULL, available_at = :now,"
+    " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
     " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue)")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
-    " lease_until = NULL, finished_at = NULL, available_at = :now, updated_at = :now"
+    " lease_until = NULL, finished_at = NULL, available_at = :now,"
+    " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
     " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"

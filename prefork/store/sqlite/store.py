@@ -154,14 +154,15 @@ class SQLiteStore(SQLiteLifeCycle, SQLiteOperations):
     def dead_jobs(self, queue: str | None = None, limit: int = 100) -> list[JobRow]:
         return self._read_dicts(DEAD_JOBS, {"queue": queue, "limit": limit})
 
-    def retry_dead(self, job_ids: Sequence[int] | None = None,
-                   queue: str | None = None) -> int:
+    def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
+                   max_attempts: int | None = None) -> int:
+        chosen = {"queue": queue, "max_attempts": max_attempts}
         if job_ids is None:
-            return self._write_one(RETRY_DEAD, {"queue": queue})
+            return self._write_one(RETRY_DEAD, chosen)
         if not job_ids:
             return 0
         ids, params = placeholders("id", job_ids)
-        return self._write_one(RETRY_DEAD_IDS.format(ids=ids), {**params, "queue": queue})
+        return self._write_one(RETRY_DEAD_IDS.format(ids=ids), {**params, **chosen})
 
     def counts(self) -> dict[str, int]:
         with closing(self._read(COUNTS)) as cursor:
