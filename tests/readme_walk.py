@@ -1,0 +1,201 @@
+"""The README's Quick start, read and run as a new user would (tests/test_readme.py).
+
+The Quick start section is a list of steps. Each fenced block has an HTML comment
+just before it, invisible on GitHub, that says how a new user uses it:
+
+    <!-- readme-test: run [NAME] -->    a shell block, run once; it must exit 0
+    <!-- readme-test: poll NAME -->     a shell block a user repeats until it shows
+                                        the result (the test's check called NAME)
+    <!-- readme-test: background -->   a long-running command (the supervisor in the
+                                        foreground of a first terminal)
+    <!-- readme-test: titles -->        sample `ps` output: the titles it must match
+    <!-- readme-test: file PATH -->     a file the user writes, at PATH
+    <!-- readme-test: values -->        `export NAME=value` lines the user edits; the
+                                        test sets the same names to its own values
+    <!-- readme-test: skip REASON -->   not run here, and why (e.g. systemctl)
+
+and `<!-- readme-test: ctrl-c -->` alone on a line is the user pressing Ctrl-C in
+the first terminal. Shell blocks run verbatim under `bash` with `set -euo
+pipefail`, in one directory, and what a block exports is seen by the next, as
+in a user's terminal.
+"""
+import os
+import re
+import shlex
+import signal
+import subprocess
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+from conftest import wait_until
+from harness import titles, wait_gone
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+SECTION = "## Quick start"
+MARKER = re.compile(r"<!-- readme-test: (\S+)(?: (.+?))? -->")
+FENCE = "```"
+KINDS = {"run", "poll", "background", "titles", "file", "values", "skip", "ctrl-c"}
+ARGUMENT_REQUIRED = {"poll", "file", "skip"}
+COMMAND_TIMEOUT = 120            # seconds; one block on a slow, shared machine
+STARTUP_TIMEOUT = 60
+STOP_TIMEOUT = 90                # a drain waits for the running jobs (the README's sleep)
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str
+    argument: str | None
+    line: int                    # of the marker in README.md, for messages
+    text: str = ""               # the block's content (none for ctrl-c)
+
+    def __str__(self):
+        return f"README.md:{self.line} ({self.kind}{' ' + self.argument if self.argument else ''})"
+
+
+def section_lines(readme=README):
+    """(line number, text) of the Quick start section, up to the next `## ` heading."""
+    lines = readme.read_text().splitlines()
+    start = lines.index(SECTION)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return [(number + 1, lines[number]) for number in range(start, end)]
+
+
+def steps(readme=README):
+    """The section's steps in order; a block without a marker, a marker without its
+    block or an unknown kind is an AssertionError naming the line."""
+    found, lines, i = [], section_lines(readme), 0
+    while i < len(lines):
+        number, text = lines[i]
+        assert not text.startswith(FENCE), f"README.md:{number}: a block without a readme-test marker"
+        assert not (text.startswith("    ") and not lines[i - 1][1].strip()), \
+            f"README.md:{number}: an indented code block: fence it and mark it"
+        marker = MARKER.fullmatch(text.strip())
+        i += 1
+        if not marker:
+            continue
+        kind, argument = marker.groups()
+        assert kind in KINDS, f"README.md:{number}: unknown readme-test kind {kind!r}"
+        assert argument or kind not in ARGUMENT_REQUIRED, f"README.md:{number}: {kind} needs an argument"
+        if kind == "ctrl-c":
+            found.append(Step(kind, argument, number))
+            continue
+        assert i < len(lines) and lines[i][1].startswith(FENCE), \
+            f"README.md:{number}: the marker is not followed by a block"
+        close = next(j for j in range(i + 1, len(lines)) if lines[j][1] == FENCE)
+        found.append(Step(kind, argument, number, "\n".join(text for _, text in lines[i + 1:close])))
+        i = close + 1
+    return found
+
+
+def exported_names(step):
+    """The names a `values` block sets; it may hold nothing but `export NAME=value` lines."""
+    names = []
+    for line in step.text.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        assert words[0] == "export" and all("=" in word for word in words[1:]), \
+            f"{step}: only `export NAME=value` lines belong in a values block: {line!r}"
+        names += [word.split("=", 1)[0] for word in words[1:]]
+    return names
+
+
+def title_pattern(sample_line):
+    """A sample line of `ps -eo pid,args` as a pattern for a title: the pid dropped,
+    every number free (ids, counts and ages differ from run to run)."""
+    title = sample_line.strip().split(" ", 1)[1]
+    return re.compile(re.sub(r"\d+", r"\\d+", re.escape(title)))
+
+
+class Terminal:
+    """A user's shell session in `cwd`: runs blocks, keeps their exports, and keeps
+    one background command (the first terminal) that Ctrl-C stops."""
+
+    def __init__(self, cwd, env, state_dir):
+        self.cwd, self.env = cwd, dict(env)
+        self.state = state_dir / "exported.env"
+        self.background = None
+        self.background_log = state_dir / "background.log"
+        self.sessions = []       # every process group started, killed at cleanup
+
+    def _popen(self, script, **kwargs):
+        proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=self.cwd,
+                                env=self.env, start_new_session=True, text=True, **kwargs)
+        self.sessions.append(proc)
+        return proc
+
+    def run(self, step):
+        """Run the block to its end; its stdout. Exit 0 is required."""
+        proc = self._popen(f"{step.text}\nenv -0 > {shlex.quote(str(self.state))}",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self._kill(proc)
+            raise AssertionError(f"{step} still running after {COMMAND_TIMEOUT}s") from None
+        assert proc.returncode == 0, f"{step} exited {proc.returncode}\n{step.text}\n" \
+                                     f"stdout:\n{out}\nstderr:\n{err}"
+        entries = self.state.read_bytes().decode().split("\0")
+        self.env = dict(entry.split("=", 1) for entry in entries if "=" in entry)
+        return out
+
+    def start(self, step):
+        """Start the block as a user does in a first terminal; return once its supervisor
+        says that every worker is up (`workers N/N` in its title), as a user would see."""
+        assert self.background is None, f"{step}: the first terminal is busy (no ctrl-c before)"
+        with self.background_log.open("w") as log:
+            self.background = self._popen(step.text, stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: self._all_workers_up(step), timeout=STARTUP_TIMEOUT,
+                   message=f"{step} to start its workers")
+
+    def _all_workers_up(self, step):
+        assert self.background.poll() is None, \
+            f"{step} exited {self.background.returncode}:\n{self.background_log.read_text()}"
+        return re.search(r"workers (\d+)/\1 ", self.master_title())
+
+    def tree(self):
+        """pids of the background command and everything under it."""
+        try:
+            root = psutil.Process(self.background.pid)
+            return [root.pid] + [child.pid for child in root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def titles(self):
+        return list(titles(self.tree()).values())
+
+    def master_title(self):
+        return next((title for title in self.titles() if title.startswith("prefork-queue master")), "")
+
+    def ctrl_c(self, step):
+        """Ctrl-C: SIGINT to the first terminal's foreground process group; it must drain
+        and exit 0, leaving no process behind."""
+        assert self.background is not None, f"{step}: nothing runs in the first terminal"
+        pids = self.tree()
+        os.killpg(self.background.pid, signal.SIGINT)
+        try:
+            code = self.background.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{step}: still running {STOP_TIMEOUT}s after Ctrl-C") from None
+        assert code == 0, f"{step}: exit {code} after Ctrl-C:\n{self.background_log.read_text()}"
+        wait_gone(pids, timeout=30)
+        self.background = None
+
+    def cleanup(self):
+        """Kill whatever is left: every process group started, and any process still
+        running in the directory (one that left its group)."""
+        for proc in self.sessions:
+            self._kill(proc)
+        for proc in psutil.process_iter():
+            with suppress(psutil.Error):
+                if Path(proc.cwd()).is_relative_to(self.cwd):
+                    proc.kill()
+
+    @staticmethod
+    def _kill(proc):
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)

@@ -1,0 +1,140 @@
+"""The README's Quick start, run verbatim as a new user follows it (issue 12), so the
+README cannot drift: the examples on SQLite, your own handlers on the same file,
+then the MySQL steps against the local MariaDB (root without a password is the
+administrator). How each block is run: tests/readme_walk.py."""
+import os
+import re
+import sysconfig
+import uuid
+
+import pytest
+from conftest import SERVER, admin_connection, wait_until
+from readme_walk import Terminal, exported_names, steps, title_pattern
+
+POLL_TIMEOUT = 60        # seconds a user would wait for a result before giving up
+REPORT_ROW = '{"account": 7, "lines": []}'
+
+# What a user checks in a block's output (the marker's NAME): what the README says it shows.
+CHECKS = {
+    "enqueue-examples": lambda out: out == "1\n2\n3\n4\n",
+    "dead-job": lambda out: bool(re.search(r"^\s*3\s+default\s+fail-n-times\s+2\s", out, re.M)
+                                 and '"status": "dead"' in out),
+    "retried": lambda out: out == "retried 1 jobs\n",
+    "sqlite-report": lambda out: out == f"report-7|{REPORT_ROW}\n",
+    "mysql-report": lambda out: bool(re.search(r"workers 8/8 as of ", out)
+                                     and re.search(r"^default\s+0\s+0\s+0\s+0\s+1\s", out, re.M)
+                                     and f"report-7\t{REPORT_ROW}\n" in out),
+}
+
+
+def new_user_environment():
+    """The caller's environment as a new user's shell has it: none of our variables, no
+    PYTHONPATH, and `prefork-queue` (and `python3`) of the interpreter under test first."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("PREFORK_") and name != "PYTHONPATH"}
+    env["PATH"] = os.pathsep.join([sysconfig.get_path("scripts"), env.get("PATH", "")])
+    return env
+
+
+@pytest.fixture
+def mysql_values(mysql_server):
+    """The values the README has the user set (`export DB_HOST=... DB=...`): a database and
+    a worker account of this run's own, dropped afterwards."""
+    suffix = uuid.uuid4().hex[:10]
+    values = {"DB_HOST": SERVER["host"], "DB": f"pq_readme_{suffix}", "WORKER": f"pqr_{suffix}",
+              "WORKER_HOST": "%"}
+    yield values
+    conn = admin_connection()
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{values['DB']}`")
+            cursor.execute("DROP USER IF EXISTS %s@%s", (values["WORKER"], values["WORKER_HOST"]))
+    finally:
+        conn.close()
+
+
+def check(step, out):
+    assert CHECKS[step.argument](out), f"{step} printed:\n{out}"
+
+
+def poll(terminal, step):
+    """Run the block again until it shows what the README says (a user repeating it)."""
+    outputs = []
+
+    def shows_it():
+        outputs.append(terminal.run(step))
+        return CHECKS[step.argument](outputs[-1])
+    try:
+        wait_until(shows_it, timeout=POLL_TIMEOUT, interval=0.2, message=str(step))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; it printed last:\n{outputs[-1] if outputs else ''}") from None
+
+
+def match_titles(terminal, step):
+    """Every line of the sample `ps` output is the title of a process of the supervisor."""
+    patterns = [title_pattern(line) for line in step.text.splitlines()]
+    seen = []
+
+    def all_shown():
+        seen[:] = terminal.titles()
+        return all(any(pattern.fullmatch(title) for title in seen) for pattern in patterns)
+    try:
+        wait_until(all_shown, timeout=POLL_TIMEOUT, message=f"{step}'s titles")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the titles were:\n" + "\n".join(seen)) from None
+
+
+def write_file(terminal, step):
+    path = terminal.cwd / step.argument
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(step.text + "\n")
+
+
+def take_values(terminal, step, values):
+    assert sorted(exported_names(step)) == sorted(values), \
+        f"{step} sets {exported_names(step)}; the test sets {sorted(values)}"
+    terminal.env.update(values)
+
+
+def walk(terminal, values):
+    for step in steps():
+        if step.kind == "run":
+            out = terminal.run(step)
+            if step.argument:
+                check(step, out)
+        elif step.kind == "poll":
+            poll(terminal, step)
+        elif step.kind == "background":
+            terminal.start(step)
+        elif step.kind == "ctrl-c":
+            terminal.ctrl_c(step)
+        elif step.kind == "titles":
+            match_titles(terminal, step)
+        elif step.kind == "file":
+            write_file(terminal, step)
+        elif step.kind == "values":
+            take_values(terminal, step, values)
+
+
+def test_every_block_of_the_quick_start_says_how_it_is_run():
+    found = steps()   # an unmarked block or a marker without its block fails here
+    named = {step.argument for step in found if step.kind in ("run", "poll") and step.argument}
+    assert named == set(CHECKS), "a readme-test NAME without a check, or a check no block uses"
+    assert [step.kind for step in found].count("ctrl-c") == \
+        [step.kind for step in found].count("background"), "a supervisor the README never stops"
+    assert all(step.text.strip() for step in found if step.kind != "ctrl-c"), "an empty block"
+
+
+def test_a_new_user_follows_the_quick_start_and_the_mysql_steps(tmp_path, mysql_values):
+    home = tmp_path / "newuser"
+    home.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    terminal = Terminal(home, new_user_environment(), state)
+    try:
+        walk(terminal, mysql_values)
+    finally:
+        terminal.cleanup()
+    # What the README says about the files of the quick start.
+    assert (home / "prefork-reports" / "report-4.json").is_file()
+    assert (home / "prefork-queue.db").stat().st_mode & 0o777 == 0o600
