@@ -11,8 +11,9 @@
 drain() runs the real worker loop (prefork.worker.loop.Worker) on the real store, in
 this process and thread, without a fork: the same claims, leases, retries and dead
 letters as production. Only the backoff changes: retries wait milliseconds (the
-retry_base and retry_cap settings), not seconds, so a job failing twice and then
-succeeding is done with 3 attempts within one drain(). What drain() does not do:
+retry_base and retry_cap settings; a handler's own backoff= is cut to retry_cap),
+not seconds, so a job failing twice and then succeeding is done with 3 attempts
+within one drain(). What drain() does not do:
 run jobs whose delay or run_at is still in the future (counted as `scheduled`),
 enforce hard timeouts or crash limits (no supervisor watches the test process).
 
@@ -26,12 +27,13 @@ import tempfile
 import time
 from collections import Counter
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from .client import Client, set_default_client
 from .config import Config, load
 from .jobs import Job, Lease, Outcome, Payload
+from .retry import Decision
 from .store import open_store
 from .store.contract import JobRow, Store
 from .worker.loop import Worker
@@ -128,12 +130,28 @@ class _InlineWorker(Worker):
     """The production loop; it also hands each handler's exception to the recorder."""
 
     def __init__(self, store: Store, config: Config, recorder: _Recorder) -> None:
-        super().__init__(store, config, listener=recorder)
+        super().__init__(_QuickRetries(store), config, listener=recorder)
         self.recorder = recorder
 
     def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
         self.recorder.failed(job, exc)
         return super().record_handler_error(job, exc)
+
+
+class _QuickRetries:
+    """The real store, but a failure's retry waits at most RETRY_CAP: a handler's own
+    backoff= (which retry_cap does not bound in production) included, so that drain()
+    runs every retry. Everything else goes to the store as it is."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+        return self._store.fail(job, error, replace(decision, delay=min(decision.delay,
+                                                                        RETRY_CAP)))
 
 
 class InlineQueue:
@@ -155,12 +173,14 @@ class InlineQueue:
         """The job's row (status, attempts, last_error, ...), or None."""
         return self.store.get(job_id)
 
-    def drain(self, queues: Sequence[str] | None = None, *, max_jobs: int | None = None,
+    def drain(self, queues: str | Sequence[str] | None = None, *, max_jobs: int | None = None,
               raise_on_dead: bool | None = None) -> Drained:
         """Run every job that is due in `queues` (default: the configured ones), the
         jobs they enqueue and the retries their failures schedule, until none is left
         to run. At most max_jobs attempts (TooManyJobs beyond); with raise_on_dead
         (the default set by inline()), DeadJobs if any job went dead."""
+        if isinstance(queues, str):
+            queues = [queues]
         config = self.config.replace(queues=list(queues)) if queues else self.config
         limit = self.max_jobs if max_jobs is None else max_jobs
         recorder = _Recorder()

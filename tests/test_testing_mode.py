@@ -27,6 +27,13 @@ def flaky(job):
         raise ConnectionResetError(f"attempt {job.attempt} lost the connection")
 
 
+@prefork.handler("inline.patient", backoff=600)
+def patient(job):
+    """Waits ten minutes between attempts in production."""
+    if job.attempt < 3:
+        raise TimeoutError("the mail server did not answer")
+
+
 @prefork.handler("inline.broken")
 def broken(job):
     raise CustomerError(f"customer {job.payload['customer']} has no billing address")
@@ -64,6 +71,12 @@ def test_a_job_failing_twice_then_succeeding_is_done_with_three_attempts(inline_
     assert str(result.errors[job_id]) == "attempt 2 lost the connection"
     row = inline_queue.get(job_id)
     assert (row["status"], row["attempts"]) == ("done", 3)
+
+
+def test_a_handlers_own_backoff_is_cut_to_milliseconds_too(inline_queue):
+    job_id = inline_queue.enqueue("inline.patient")
+    result = inline_queue.drain()
+    assert (result.done, result.attempts, result.scheduled) == ([job_id], 3, 0)
 
 
 def test_a_job_always_failing_goes_dead_after_max_attempts(inline_queue):
@@ -114,7 +127,7 @@ def test_unknown_job_types_go_dead_as_in_production(inline_queue):
 def test_only_the_configured_queues_are_drained_unless_named(inline_queue):
     job_id = inline_queue.enqueue("inline.flaky", {"succeed_on": 1}, queue="mail")
     assert inline_queue.drain().done == []
-    assert inline_queue.drain(queues=["mail"]).done == [job_id]
+    assert inline_queue.drain(queues="mail").done == [job_id]
 
 
 def test_the_default_sqlite_file_is_removed_and_the_default_client_restored():
