@@ -8,6 +8,13 @@ and drops it at the end.
 `store`, `clean_db`, `make_config`, `migrated` and `dsn` are MySQL's. For the
 contract suite that runs on every backend, `backend` is parametrized, and
 `backend_store` (an opener like `store`) and `db` (a TestDatabase) follow it.
+
+MySQL runs in two SQL dialects (the `dialect` setting). The modules named in
+DIALECT_MODULES run their MySQL tests in both, forced: test ids say which
+(`mariadb_dialect`, `mysql_dialect`); the stores a test opens and the commands
+it runs (through PREFORK_QUEUE_DIALECT in their environment) speak it. Other
+tests speak what PREFORK_QUEUE_DIALECT says (auto when unset): with
+PREFORK_QUEUE_DIALECT=mysql the whole suite runs in the mysql dialect.
 """
 import os
 import sqlite3
@@ -28,6 +35,13 @@ from prefork.store.sqlite.store import SQLiteStore
 
 BACKENDS = ("mysql", "sqlite")
 
+# The store, worker, supervisor and cluster suites: run under both MySQL dialects.
+DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
+                   "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
+                   "test_operations.py", "test_both_backends.py", "test_dialect.py"}
+DIALECTS = ("mariadb", "mysql")
+DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
+
 ROOT = Path(__file__).resolve().parent.parent
 APPS = Path(__file__).resolve().parent / "apps"
 SERVER = {"host": os.environ.get("PREFORK_TEST_DB_HOST", "127.0.0.1"),
@@ -38,6 +52,24 @@ START_SERVER = ["start-stop-daemon", "--start", "--oknodo", "--background",
 
 
 FAST = Path(__file__).resolve().parent / "fast"
+
+
+def pytest_generate_tests(metafunc):
+    """`backend` takes every backend; in DIALECT_MODULES, a test on MySQL runs in
+    each dialect (the `dialect` fixture, indirect)."""
+    both = Path(metafunc.definition.path).name in DIALECT_MODULES
+    if "backend" in metafunc.fixturenames:
+        mysql = [("mysql", name) for name in DIALECTS] if both else [("mysql", None)]
+        cases = mysql + [("sqlite", None)]
+        metafunc.parametrize(("backend", "dialect"), cases, indirect=True,
+                             ids=[_case_id(*case) for case in cases])
+    elif both and "mysql_server" in metafunc.fixturenames:
+        metafunc.parametrize("dialect", DIALECTS, indirect=True,
+                             ids=[f"{name}_dialect" for name in DIALECTS])
+
+
+def _case_id(backend, dialect):
+    return f"{backend}-{dialect}_dialect" if dialect else backend
 
 
 def pytest_collection_modifyitems(items):
@@ -103,6 +135,16 @@ def dsn(database):
     return f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{database}"
 
 
+@pytest.fixture(autouse=True)
+def dialect(request, monkeypatch):
+    """The MySQL dialect this test speaks: the one it is parametrized with (set in
+    PREFORK_QUEUE_DIALECT for the commands it runs), else PREFORK_QUEUE_DIALECT's."""
+    chosen = getattr(request, "param", None)
+    if chosen:
+        monkeypatch.setenv(DIALECT_ENV, chosen)
+    return os.environ.get(DIALECT_ENV, "auto")
+
+
 @pytest.fixture(scope="session")
 def migrated(dsn):
     store = MySQLStore(config_module.load({"dsn": dsn}, environ={}))
@@ -111,12 +153,15 @@ def migrated(dsn):
     return dsn
 
 
-def _config_maker(dsn):
-    """make(**overrides) -> Config for `dsn`; keyword arguments override settings."""
+def _config_maker(dsn, dialect="auto"):
+    """make(**overrides) -> Config for `dsn` (in `dialect`, set as the commands get
+    it); keyword arguments override settings."""
+    environ = {} if dialect == "auto" else {DIALECT_ENV: dialect}
+
     def make(**overrides):
         flags = {"dsn": dsn, **{key: str(value) if not isinstance(value, list) else ",".join(value)
                                 for key, value in overrides.items()}}
-        return config_module.load(flags, environ={})
+        return config_module.load(flags, environ=environ)
     return make
 
 
@@ -135,9 +180,10 @@ def _store_opener(store_class, make_config):
 
 
 @pytest.fixture
-def make_config(migrated):
-    """Config for the test database; keyword arguments override settings."""
-    return _config_maker(migrated)
+def make_config(migrated, dialect):
+    """Config for the test database, in the test's dialect; keyword arguments
+    override settings."""
+    return _config_maker(migrated, dialect)
 
 
 QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
@@ -201,8 +247,9 @@ def sqlite_store(make_sqlite_config, sqlite_db):
 
 # --- one suite, every backend -----------------------------------------------------------
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def backend(request):
+    """One of BACKENDS: parametrized by pytest_generate_tests."""
     return request.param
 
 
@@ -224,7 +271,10 @@ def db(backend, request):
 
 
 def cli_env(dsn=None, **extra):
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFORK_QUEUE_")}
+    # Nothing of ours leaks in from the developer's environment, but the dialect
+    # (see the `dialect` fixture).
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("PREFORK_QUEUE_") or key == DIALECT_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(APPS), str(ROOT)])
     if dsn:
         env["PREFORK_QUEUE_DSN"] = dsn

@@ -1,6 +1,7 @@
 """A MySQL/MariaDB session: the DSN, the connection with our session settings,
 and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
+import math
 import random
 import re
 import struct
@@ -16,7 +17,9 @@ from pymysql.constants import CLIENT, COMMAND, ER
 from ...config import Config
 from ...errors import DatabaseUnavailable, NoQueueDatabase, UserError
 from ..contract import Store
+from .portable_queries import MYSQL_SQL_MODE
 from .queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
+from .server import Flavor, Server, check_supported, dialect_for, parse_version
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CONTENTION_RETRIES = 5
@@ -71,10 +74,12 @@ def error_code(exc: BaseException) -> int | None:
 
 
 def connect(config: Config, dsn_args: dict[str, Any],
-            password: str | None) -> pymysql.connections.Connection:
+            password: str | None) -> tuple[pymysql.connections.Connection, Server, Flavor]:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
-    transactions bounded by a lease. Connection failures are one-line errors."""
+    transactions bounded by a lease; the server it reached and the dialect to
+    speak to it. Connection failures are one-line errors, and so is a server
+    too old for the queue or for the dialect asked for."""
     _check_sendable(password)
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
@@ -86,13 +91,40 @@ def connect(config: Config, dsn_args: dict[str, Any],
             write_timeout=config.write_timeout,
             init_command=SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
             **dsn_args)
-        with conn.cursor() as cursor:
-            cursor.execute(READ_COMMITTED)
-            _bound_idle_transactions(cursor, config.lease_seconds)
+        try:
+            # The version of the handshake: known without a round trip.
+            server = parse_version(str(cast(Any, conn).get_server_info()))
+            check_supported(server)
+            dialect = dialect_for(server, config.dialect)
+            _set_up(conn, dialect, config.lease_seconds)
+        except BaseException:
+            conn.close()
+            raise
     except pymysql.err.MySQLError as exc:
         reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
         raise DatabaseUnavailable(f"cannot connect to {redacted(dsn_args)}: {reason}") from None
-    return conn
+    return conn, server, dialect
+
+
+def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, lease_seconds: float) -> None:
+    """The session settings init_command does not make, which depend on the dialect."""
+    with conn.cursor() as cursor:
+        cursor.execute(READ_COMMITTED)
+        if dialect is Flavor.MARIADB:
+            # End a transaction left idle longer than a lease. A worker whose host
+            # vanished inside job.transaction() would otherwise keep its job's row
+            # locked until the server notices the dead connection (hours), and
+            # recovery, which skips locked rows, could not return the job when its
+            # lease ends. (The mysql dialect bounds that span its own way: see
+            # portable.py.)
+            cursor.execute(IDLE_TRANSACTION_TIMEOUT, (idle_seconds(lease_seconds),))
+        else:
+            cursor.execute(MYSQL_SQL_MODE)
+
+
+def idle_seconds(lease_seconds: float) -> int:
+    """How long a transaction may sit idle: a lease, in whole seconds, at least one."""
+    return max(1, math.ceil(lease_seconds))
 
 
 def _check_sendable(password: str | None) -> None:
@@ -113,19 +145,6 @@ def set_multi_statements(conn: pymysql.connections.Connection, enabled: bool) ->
     option = MULTI_STATEMENTS_ON if enabled else MULTI_STATEMENTS_OFF
     raw._execute_command(COMMAND.COM_SET_OPTION, struct.pack("<H", option))
     raw._read_packet()
-
-
-def _bound_idle_transactions(cursor: pymysql.cursors.Cursor, seconds: float) -> None:
-    """End a transaction left idle longer than a lease (MariaDB). A worker whose
-    host vanished inside job.transaction() would otherwise keep its job's row
-    locked until the server notices the dead connection (hours), and recovery,
-    which skips locked rows, could not return the job when its lease ends.
-    MySQL 8 has no such setting; there the lock lasts until wait_timeout."""
-    try:
-        cursor.execute(IDLE_TRANSACTION_TIMEOUT, (max(1, int(seconds + 0.999)),))
-    except pymysql.err.MySQLError as exc:
-        if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
-            raise
 
 
 @contextmanager
@@ -154,6 +173,8 @@ class MySQLSession(Store):
     the ways to run statements on it."""
     conn: pymysql.connections.Connection
     dsn_args: dict[str, Any]
+    server: Server      # which server the connection reached, from its handshake
+    dialect: Flavor     # the SQL this store speaks to it
     # Whether the server takes multi-statement queries from us now: on from connect()
     # for our scripts, off while a handler holds our cursor (see _multi_statements).
     multi_statements_on = True

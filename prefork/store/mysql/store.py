@@ -1,7 +1,9 @@
 """The MySQL 8 / MariaDB 10.6+ store, through PyMySQL: MySQLStore puts together its
 parts (session.py: the connection; lifecycle.py: claims, completions and leases;
-operations.py: the operator tables; schema.py: migrations), and holds the producing
-and inspection of jobs itself. Every statement is named in queries.py.
+operations.py: the operator tables; schema.py: migrations; portable.py: what the
+mysql dialect does its own way), and holds the producing and inspection of jobs
+itself. Every statement is named in queries.py (the mysql dialect's own in
+portable_queries.py).
 
 Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
 scans), in UTC, with short lock waits so that a stuck lock fails a
@@ -17,6 +19,7 @@ from ...jobs import NewJob
 from ..contract import JobRow, QueueFigures, queue_figures
 from .lifecycle import MySQLLifeCycle
 from .operations import MySQLOperations
+from .portable import MySQLPortable
 from .queries import (
     CONNECTION_ID,
     COUNTS,
@@ -30,16 +33,26 @@ from .queries import (
     placeholders,
 )
 from .schema import MySQLSchema
+from .server import Flavor
 from .session import connect, micros, parse_dsn
 from .session import queue_schema_named as queue_schema_named  # for prefork.enqueue
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):
+    """The store in the dialect that the `dialect` setting and the server choose:
+    this class speaks the mariadb dialect; a store that connects to speak the
+    mysql dialect becomes a PortableMySQLStore."""
+
     def __init__(self, config: Config) -> None:
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = _bell_key(self.dsn_args["database"])
         self.config = config
-        self.conn = connect(config, self.dsn_args, config.password())
+        self.conn, self.server, self.dialect = connect(config, self.dsn_args, config.password())
+        if self.dialect is Flavor.MYSQL:
+            # The dialect is known only once connected (auto reads the server's
+            # version from the handshake), so the class is chosen here, not by
+            # every caller that opens a store.
+            self.__class__ = PortableMySQLStore
 
     def close(self) -> None:
         try:
@@ -98,6 +111,11 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
         rows = self._all(QUEUE_STATS.format(queues=placeholders(len(queues))), list(queues))
         return queue_figures(queues, rows)
+
+
+class PortableMySQLStore(MySQLPortable, MySQLStore):
+    """The store in the mysql dialect (portable.py): only what the MySQL 8.0 and
+    8.4 reference manuals document, so it runs on MariaDB 10.6+ as well."""
 
 
 def _enqueue_args(new_job: NewJob) -> tuple[Any, ...]:
