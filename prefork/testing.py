@@ -183,6 +183,8 @@ class InlineQueue:
             queues = [queues]
         config = self.config.replace(queues=list(queues)) if queues else self.config
         limit = self.max_jobs if max_jobs is None else max_jobs
+        if not isinstance(limit, int) or limit < 1:   # the worker reads 0 as "no limit"
+            raise ValueError(f"max_jobs must be a whole number of at least 1, not {limit!r}")
         recorder = _Recorder()
         worker = _InlineWorker(self.store, config, recorder)
         try:

@@ -108,6 +108,8 @@ def test_a_job_that_enqueues_itself_is_stopped_at_max_jobs(inline_queue):
                        r"ready \('inline.forever' ran 25 times") as raised:
         inline_queue.drain(max_jobs=25)
     assert len(raised.value.summary.done) == raised.value.summary.attempts == 25
+    with pytest.raises(ValueError, match="max_jobs must be a whole number of at least 1"):
+        inline_queue.drain(max_jobs=0)
 
 
 def test_jobs_enqueued_by_handlers_run_in_the_same_drain_but_not_future_ones(inline_queue):
