@@ -3,9 +3,11 @@
 The Quick start section is a list of steps. Each fenced block has an HTML comment
 just before it, invisible on GitHub, that says how a new user uses it:
 
-    <!-- readme-test: run [NAME] -->    a shell block, run once; it must exit 0
-    <!-- readme-test: poll NAME -->     a shell block a user repeats until it shows
-                                        the result (the test's check called NAME)
+    <!-- readme-test: run [NAME] -->    a shell block, run once; it must exit 0 (and
+                                        pass the test's check called NAME)
+    <!-- readme-test: poll [NAME] -->   a shell block a user repeats until it shows
+                                        the result: NAME's check, or the output block
+    <!-- readme-test: output -->        what the block before it prints, verbatim
     <!-- readme-test: background -->   a long-running command (the supervisor in the
                                         foreground of a first terminal)
     <!-- readme-test: titles -->        sample `ps` output: the titles it must match
@@ -25,7 +27,7 @@ import shlex
 import signal
 import subprocess
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -36,8 +38,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 SECTION = "## Quick start"
 MARKER = re.compile(r"<!-- readme-test: (\S+)(?: (.+?))? -->")
 FENCE = "```"
-KINDS = {"run", "poll", "background", "titles", "file", "values", "skip", "ctrl-c"}
-ARGUMENT_REQUIRED = {"poll", "file", "skip"}
+KINDS = {"run", "poll", "output", "background", "titles", "file", "values", "skip", "ctrl-c"}
+ARGUMENT_REQUIRED = {"file", "skip"}
 COMMAND_TIMEOUT = 120            # seconds; one block on a slow, shared machine
 STARTUP_TIMEOUT = 60
 STOP_TIMEOUT = 90                # a drain waits for the running jobs (the README's sleep)
@@ -49,6 +51,7 @@ class Step:
     argument: str | None
     line: int                    # of the marker in README.md, for messages
     text: str = ""               # the block's content (none for ctrl-c)
+    output: str | None = None    # what it prints, from the output block after it
 
     def __str__(self):
         return f"README.md:{self.line} ({self.kind}{' ' + self.argument if self.argument else ''})"
@@ -86,7 +89,16 @@ def steps(readme=README):
         close = next(j for j in range(i + 1, len(lines)) if lines[j][1] == FENCE)
         found.append(Step(kind, argument, number, "\n".join(text for _, text in lines[i + 1:close])))
         i = close + 1
+        if kind == "output":
+            found[-2:] = [_with_output(found[-2:])]
     return found
+
+
+def _with_output(pair):
+    """The run or poll step before an output block, expecting that output."""
+    assert len(pair) == 2 and pair[0].kind in ("run", "poll") and pair[0].output is None, \
+        f"{pair[-1]}: an output block follows a run or poll block"
+    return replace(pair[0], output=pair[1].text + "\n")
 
 
 def exported_names(step):
