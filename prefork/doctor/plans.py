@@ -1,0 +1,167 @@
+"""The plans of the claim's and the completion's statements, as the chosen dialect
+sends them (read from its queries module), EXPLAINed on the operator's server: no
+filesort, no full scan, the index each statement was written for.
+
+An empty table is planned as a scan of nothing, which says nothing of a working
+queue: the statements are EXPLAINed over a few hundred scratch jobs inserted in
+a transaction that is rolled back (they never commit; only the table's
+AUTO_INCREMENT moves on).
+"""
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from ..store.mysql import portable_queries as mysql_sql
+from ..store.mysql import queries as mariadb_sql
+from ..store.mysql.server import Flavor, Server
+from .checks import Check, Status
+from .queries import EXPLAIN_MARIADB, EXPLAIN_MYSQL, PLAN_JOB, explained
+
+PLAN_JOBS = 200
+PLAN_JOB_TYPE = "prefork.doctor"
+# Extra words of a row the server answers without reading a table: a lookup by a
+# unique key that found no row matching the rest of the WHERE (our scratch jobs
+# are ready, not reserved). The lookup is still by that key.
+CONST_LOOKUPS = ("Impossible WHERE noticed after reading const tables",
+                 "no matching row in const table")
+FULL_SCANS = {"ALL": "full table scan", "index": "full index scan"}
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """What the EXPLAINed statements are given: the scratch queue and one of its jobs."""
+    queue: str
+    job_id: int
+    token: str = "0" * 32
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One statement of the claim or the completion, and the index each table it
+    reads must be read by ({table as EXPLAIN names it: index})."""
+    label: str
+    sql: str
+    args: Callable[[Scratch], Sequence[Any]]
+    indexes: dict[str, str]
+
+
+def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
+    """(claim, completion) of the mariadb dialect (store/mysql/queries.py)."""
+    one_lease = mariadb_sql.lease_pairs(1)
+    claim = [
+        Planned("lock the next ready jobs", mariadb_sql.LOCK_NEXT_READY,
+                lambda s: (s.queue, s.queue, 32),
+                {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"}),
+        Planned("reserve them", mariadb_sql.RESERVE_LOCKED,
+                lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None), {"j": "PRIMARY"}),
+    ]
+    completion = [
+        Planned("lock a group's leases",
+                mariadb_sql.LOCK_LEASED_GROUP.format(lease_pairs=one_lease),
+                lambda s: (s.job_id, s.token), {"prefork_jobs": "PRIMARY"}),
+        Planned("mark the group done", mariadb_sql.COMPLETE_LOCKED_GROUP, lambda s: (),
+                {"j": "PRIMARY"}),
+        *_single_completion(),
+    ]
+    return claim, completion
+
+
+def _single_completion() -> list[Planned]:
+    """A handler's own transaction (job.transaction()): both dialects send these."""
+    return [
+        Planned("lock one lease", mariadb_sql.LOCK_FOR_COMPLETION, lambda s: (s.job_id, s.token),
+                {"prefork_jobs": "PRIMARY"}),
+        Planned("mark it done", mariadb_sql.COMPLETE, lambda s: (s.job_id, s.token),
+                {"prefork_jobs": "PRIMARY"}),
+    ]
+
+
+def mysql_statements() -> tuple[list[Planned], list[Planned]]:
+    """(claim, completion) of the mysql dialect (store/mysql/portable_queries.py; a
+    handler's own transaction completes with the statements both dialects share)."""
+    one_id, one_lease = mariadb_sql.placeholders(1), mariadb_sql.lease_pairs(1)
+    claim = [
+        Planned("lock the next ready jobs", mysql_sql.LOCK_NEXT_READY_IDS,
+                lambda s: (s.queue, s.queue, 32),
+                {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"}),
+        Planned("reserve them", mysql_sql.RESERVE_IDS.format(ids=one_id),
+                lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None, s.job_id),
+                {"prefork_jobs": "PRIMARY"}),
+        Planned("read them back", mysql_sql.READ_BACK_IDS.format(ids=one_id), lambda s: (s.job_id,),
+                {"prefork_jobs": "PRIMARY"}),
+    ]
+    completion = [
+        Planned("mark a group done", mysql_sql.COMPLETE_LEASED.format(lease_pairs=one_lease),
+                lambda s: (s.job_id, s.token), {"prefork_jobs": "PRIMARY"}),
+        Planned("read which are done", mysql_sql.DONE_UNDER_LEASES.format(lease_pairs=one_lease),
+                lambda s: (s.job_id, s.token), {"prefork_jobs": "PRIMARY"}),
+        *_single_completion(),
+    ]
+    return claim, completion
+
+
+DIALECT_STATEMENTS: dict[Flavor, Callable[[], tuple[list[Planned], list[Planned]]]] = {
+    Flavor.MARIADB: mariadb_statements,
+    Flavor.MYSQL: mysql_statements,
+}
+
+
+def judge_rows(rows: Sequence[dict[str, Any]],
+               indexes: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(problems, what was used) of one statement's EXPLAIN rows. Derived tables
+    and JSON_TABLE's id lists are bounded by the claim's limit: not judged."""
+    problems, used = [], []
+    for row in rows:
+        table, access, key, extra = row.get("table"), row.get("type"), row.get("key"), \
+            row.get("Extra") or ""
+        if table is None or str(table).startswith("<") or "Table function" in extra:
+            if any(words in extra for words in CONST_LOOKUPS):
+                used.append("a unique-key lookup")
+            continue
+        if "Using filesort" in extra:
+            problems.append(f"{table}: Using filesort")
+        if access in FULL_SCANS:
+            problems.append(f"{table}: {FULL_SCANS[access]} (type {access})")
+        wanted = indexes.get(table)
+        if wanted and key != wanted:
+            problems.append(f"{table}: key {key or 'none'}, expected {wanted}")
+        used.append(f"{table} by {key or 'no index'} ({access})")
+    return problems, used
+
+
+def explain(conn: pymysql.connections.Connection, server: Server, statement: Planned,
+            scratch: Scratch) -> list[dict[str, Any]]:
+    prefix = EXPLAIN_MYSQL if server.flavor is Flavor.MYSQL else EXPLAIN_MARIADB
+    with conn.cursor(pymysql.cursors.DictCursor) as cursor:
+        cursor.execute(explained(prefix, statement.sql), statement.args(scratch))
+        return list(cursor.fetchall())
+
+
+def plan_checks(conn: pymysql.connections.Connection, server: Server, dialect: Flavor,
+                queue: str) -> list[Check]:
+    """The "claim plan" and "completion plan" checks, over scratch jobs rolled back."""
+    claim, completion = DIALECT_STATEMENTS[dialect]()
+    conn.begin()
+    try:
+        with conn.cursor() as cursor:
+            cursor.executemany(PLAN_JOB, [(queue, PLAN_JOB_TYPE)] * PLAN_JOBS)
+            scratch = Scratch(queue, int(cursor.lastrowid))
+        return [_judged("claim plan", conn, server, claim, scratch),
+                _judged("completion plan", conn, server, completion, scratch)]
+    finally:
+        conn.rollback()
+
+
+def _judged(name: str, conn: pymysql.connections.Connection, server: Server,
+            statements: Sequence[Planned], scratch: Scratch) -> Check:
+    problems, used = [], []
+    for statement in statements:
+        found, reads = judge_rows(explain(conn, server, statement, scratch), statement.indexes)
+        problems += [f"{statement.label}: {problem}" for problem in found]
+        used.append(f"{statement.label}: {', '.join(reads) or 'no table read'}")
+    if problems:
+        return Check(name, Status.FAIL, "; ".join(problems))
+    return Check(name, Status.OK, "; ".join(used) + " (no filesort, no full scan)")

@@ -1,0 +1,44 @@
+"""The statements `doctor` sends of its own, by name (the queue's own statements,
+whose plans it checks, are read from the dialect's queries module). Values are
+bound parameters; MySQL's use %s, SQLite's :name."""
+
+# --- MySQL and MariaDB -------------------------------------------------------------------
+
+ACCOUNT = "SELECT CURRENT_USER()"
+GRANTS = "SHOW GRANTS FOR CURRENT_USER()"
+
+# The isolation level a session runs at: MySQL 8 and MariaDB 11.1+ name it
+# transaction_isolation; older MariaDB only tx_isolation (MySQL 8 dropped that one).
+ISOLATION = "SELECT @@SESSION.transaction_isolation"
+ISOLATION_OLD_NAME = "SELECT @@SESSION.tx_isolation"
+TIME_ZONE = "SELECT @@SESSION.time_zone"
+
+# The server's clock, read between two readings of ours.
+SERVER_UTC_NOW = "SELECT UTC_TIMESTAMP(6)"
+
+# Jobs that make a plan the plan of a working queue: an empty table is planned as
+# a scan of nothing. Inserted in a transaction that is rolled back
+# (queue, job type); executemany sends them as one multi-row INSERT.
+PLAN_JOB = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, max_attempts, available_at,"
+    " created_at, updated_at)"
+    " VALUES (%s, %s, '{}', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+
+# Before a statement whose plan is wanted. MySQL: the classic table (a server's
+# explain_format may be TREE or JSON); MariaDB has only the classic one by default.
+EXPLAIN_MYSQL = "EXPLAIN FORMAT=TRADITIONAL "
+EXPLAIN_MARIADB = "EXPLAIN "
+
+# The round trip's job, by id and scratch queue (both: a wrong id removes nothing).
+REMOVE_SCRATCH_JOB = "DELETE FROM prefork_jobs WHERE id = %s AND queue = %s"
+
+# --- SQLite ---------------------------------------------------------------------------------
+
+JOURNAL_MODE = "PRAGMA journal_mode"
+EXPLAIN_SQLITE = "EXPLAIN QUERY PLAN "
+REMOVE_SCRATCH_JOB_SQLITE = "DELETE FROM prefork_jobs WHERE id = :id AND queue = :queue"
+
+
+def explained(prefix: str, statement: str) -> str:
+    """The statement with an EXPLAIN prefix: the only composition here."""
+    return prefix + statement
