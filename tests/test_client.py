@@ -6,20 +6,24 @@ creates a database, never shares a connection with a forked child, and drops a
 connection a database error may have broken.
 """
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 from contextlib import closing
+from pathlib import Path
 
 import pymysql
 import pytest
 from conftest import admin_connection, run_cli, wait_until
+from harness import supervisor_starter
 
 import prefork
 from prefork import client as client_module
 from prefork import config as config_module
 from prefork.errors import NoQueueDatabase, UserError
 from prefork.store import open_store
-from prefork.wakeups.doorbell import Doorbell
+from prefork.wakeups.doorbell import Doorbell, bell_directory
 
 
 @pytest.fixture
@@ -32,17 +36,23 @@ def no_default_client():
         made.close()
 
 
-def test_a_job_enqueued_by_a_client_is_run_by_the_real_worker(sqlite_db, sqlite_migrated):
-    with prefork.Client(sqlite_migrated, config=config_module.load(environ={})) as client:
+@pytest.fixture
+def queue_dsn(backend, request):
+    """The migrated queue database of the backend under test (`db` looks into it)."""
+    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
+
+
+def test_a_job_enqueued_by_a_client_is_run_by_the_real_worker(db, queue_dsn):
+    with prefork.Client(queue_dsn, config=config_module.load(environ={})) as client:
         job_id = client.enqueue("ledger", {"n": 1}, key="client-1")
         assert client.enqueue("ledger", {"n": 1}, key="client-1") == job_id   # same key
     # Committed: another connection sees it before any worker ran.
-    assert sqlite_db.row(job_id)["status"] == "ready"
-    result = run_cli("work", "--once", "--app", "ledger_app", dsn=sqlite_migrated)
+    assert db.row(job_id)["status"] == "ready"
+    result = run_cli("work", "--once", "--app", "ledger_app", dsn=queue_dsn)
     assert result.returncode == 0, result.stderr
-    assert sqlite_db.row(job_id)["status"] == "done"
-    assert sqlite_db.scalar("SELECT job_id FROM ledger WHERE idempotency_key = %s",
-                            ("client-1",)) == job_id
+    assert db.row(job_id)["status"] == "done"
+    assert db.scalar("SELECT job_id FROM ledger WHERE idempotency_key = %s",
+                     ("client-1",)) == job_id
 
 
 def test_the_dsn_comes_from_the_configuration_and_a_given_one_wins(
@@ -98,13 +108,14 @@ def test_a_mysql_database_without_the_schema_is_refused(mysql_server):
 
 
 def test_bad_arguments_are_refused_before_any_connection(tmp_path):
+    """The DSN names no database: had the Client opened it first, NoQueueDatabase
+    would be the error."""
     client = prefork.Client(f"sqlite:///{tmp_path / 'none.db'}",
                             config=config_module.load(environ={}))
     with pytest.raises(UserError, match="invalid job type"):
         client.enqueue("no spaces")
     with pytest.raises(UserError, match="payload must be a JSON object"):
         client.enqueue_many("noop", [{"ok": 1}, [1, 2]])
-    assert client._store is None   # nothing opened for arguments that never leave
 
 
 def test_enqueue_rings_this_hosts_supervisors(sqlite_migrated):
@@ -119,6 +130,35 @@ def test_enqueue_rings_this_hosts_supervisors(sqlite_migrated):
             assert wait_until(bell.rings, message="a ring") == {"bulk": 3}
     finally:
         bell.close()
+
+
+@pytest.fixture
+def bell_base(monkeypatch):
+    """A short private base for the bell directories (a socket's path must fit 108 bytes),
+    for this process's rings and the supervisor's bell alike."""
+    base = tempfile.mkdtemp(prefix="pqbell")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", base)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_an_idle_supervisor_runs_the_job_at_once(tmp_path, sqlite_db, sqlite_migrated,
+                                                 bell_base):
+    """A poll interval of a minute: the job is run within the deadline only if the
+    Client's ring woke the supervisor."""
+    config = config_module.load({"dsn": sqlite_migrated}, environ={})
+    with closing(open_store(config)) as queue_store:
+        bell_dir = Path(bell_directory(queue_store.bell_key))
+    with supervisor_starter(tmp_path, sqlite_migrated, "--app", "ledger_app") as start:
+        sup = start("--workers", "1", "--poll-interval", "60",
+                    env={"XDG_RUNTIME_DIR": bell_base})
+        sup.wait_event("worker_ready")
+        wait_until((bell_dir / f"{sup.pid}.sock").exists, message="the supervisor's bell")
+        with prefork.Client(config=config) as client:
+            job_id = client.enqueue("noop")
+            wait_until(lambda: sqlite_db.row(job_id)["status"] == "done", timeout=20,
+                       message="the job done before the next poll")
+        assert sup.proc.poll() is None
 
 
 def _connection_id(client):
