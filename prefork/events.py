@@ -120,6 +120,16 @@ class Event(enum.StrEnum):
                          "SIGUSR1 could not reopen the log file; the old one stays open")
     SUPERVISOR_STEP_FAILED = ("supervisor_step_failed", ERROR,
                               "a signal's or an observer's step raised; logged and survived")
+    # -- --reload's watcher (supervisor/reloader.py) ---------------------------------------
+    RELOADER_STARTED = ("reloader_started", INFO,
+                        "--reload: a watcher runs the supervisor and restarts it on a change")
+    RELOAD_WATCHING = ("reload_watching", INFO,
+                       "the supervisor reported its application's files; the watcher polls them")
+    RELOAD_CHANGED = ("reload_changed", INFO,
+                      "a watched file changed: the supervisor drains and a new one starts")
+    RELOAD_SUPERVISOR_FAILED = ("reload_supervisor_failed", ERROR,
+                                "the supervisor exited with an error; the next change "
+                                "starts it again")
 
 
 _BY_NAME = {member.value: member for member in Event}
