@@ -6,6 +6,8 @@ backoff is milliseconds), a job out of attempts goes dead and says why, and a jo
 that enqueues itself forever is stopped.
 """
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -143,3 +145,10 @@ def test_the_default_sqlite_file_is_removed_and_the_default_client_restored():
         assert queue.drain().done == [job_id]
     assert not os.path.exists(os.path.dirname(path))
     assert client_module.set_default_client(before) is before
+
+
+def test_production_processes_do_not_load_the_test_mode():
+    loaded = subprocess.run([sys.executable, "-c", "import sys, prefork; print(sorted(m for m in "
+                             "('prefork.testing', 'pytest') if m in sys.modules))"],
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout == "[]\n"
