@@ -11,6 +11,7 @@ a fork: a Client used in a forked child opens its own.
 """
 import os
 import threading
+import time
 import weakref
 from contextlib import AbstractContextManager, closing
 from datetime import datetime
@@ -27,6 +28,10 @@ from .wakeups import doorbell
 # and, for notify(), the name of its database).
 Connection = Any
 Result = TypeVar("Result")
+# A Client's connection idle longer than this is replaced before its next use: the
+# server may have closed it meanwhile (MySQL's wait_timeout, a restart, a failover),
+# and an enqueue on a dead connection cannot be retried safely (it may have run).
+IDLE_REOPEN_SECONDS = 60.0
 
 
 class _Backend(Protocol):
@@ -85,7 +90,8 @@ class Client:
     (PREFORK_QUEUE_CONFIG, then PREFORK_QUEUE_* variables, then defaults); `config`
     replaces that reading. The connection opens at the first enqueue, never creates
     a database (NoQueueDatabase names a DSN without the queue schema), and is dropped
-    after a database error, so that the next call opens a fresh one.
+    after a database error, so that the next call opens a fresh one; so is one left
+    idle for over a minute, which the server may have closed.
 
     Thread-safe: calls from several threads take turns on the one connection (an
     enqueue is one short statement); for parallel inserts use a Client per thread.
@@ -98,6 +104,7 @@ class Client:
         self.config = config.replace(dsn=dsn) if dsn else config
         self._lock = threading.Lock()
         self._store: Store | None = None
+        self._last_used = 0.0   # time.monotonic() of the last call on the connection
         _LIVE_CLIENTS.add(self)
 
     def enqueue(self, job_type: str, payload: Payload = None, *, queue: str = "default",
@@ -143,6 +150,10 @@ class Client:
         """action(store) on our connection, opened now if need be; a database error
         drops the connection (it may be broken) before it propagates."""
         with self._lock:
+            if self._store is not None and \
+                    time.monotonic() - self._last_used > IDLE_REOPEN_SECONDS:
+                self._store.close()
+                self._store = None
             if self._store is None:
                 self._store = open_store(self.config)
             store = self._store
@@ -154,6 +165,8 @@ class Client:
                 self._store = None
                 store.close()
                 raise
+            finally:
+                self._last_used = time.monotonic()
 
     def _forked(self) -> None:
         """In a new child: the connection (and a lock another thread may have held at

@@ -238,3 +238,16 @@ def test_a_broken_connection_is_dropped_and_the_next_call_reconnects(mysql_db, m
             client.enqueue("noop", {"lost": True})
         job_id = client.enqueue("noop", {"after": "reconnect"})
     assert mysql_db.row(job_id)["status"] == "ready"
+
+
+def test_a_connection_idle_too_long_is_replaced_before_use(mysql_db, make_config,
+                                                           monkeypatch):
+    """As if the server had closed it after its wait_timeout: the next enqueue works."""
+    with prefork.Client(config=make_config()) as client:
+        client.enqueue("noop")
+        idle = _connection_id(client)
+        monkeypatch.setattr(client_module, "IDLE_REOPEN_SECONDS", 0.0)
+        mysql_db.execute("KILL %s", (idle,))
+        job_id = client.enqueue("noop", {"after": "idle"})
+        assert _connection_id(client) != idle
+    assert mysql_db.row(job_id)["status"] == "ready"
