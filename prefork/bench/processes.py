@@ -28,7 +28,8 @@ KILL_TIMEOUT = 10.0
 POLL = 0.02
 MIB = 1024 * 1024
 # Settings the bench chooses itself for the supervisor it starts.
-CHOSEN_BY_BENCH = {"app", "queues", "workers", "log_level", "log_format", "log_file"}
+CHOSEN_BY_BENCH = {"app", "queues", "workers", "log_level", "log_format", "log_file",
+                   "reload"}   # never: the bench measures the supervisor, not a watcher
 
 
 class BenchError(UserError):

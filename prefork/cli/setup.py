@@ -34,16 +34,22 @@ def _table_list(text: str) -> list[str]:
 @command("grants", "Print least-privilege GRANT statements for a worker account.",
          arguments=_grants_arguments)
 def grants_command(args: argparse.Namespace, config: Config) -> None:
-    from ..store.mysql.schema import grant_statements
+    from ..store.mysql.schema import app_table_grants, grant_statements
     from ..store.mysql.session import parse_dsn
     database = args.database or (parse_dsn(config.dsn)["database"] if config.dsn else None)
     if not database:
         raise UserError("name the database with --database or --dsn")
-    # Checks every name first: a bad one prints nothing.
-    statements = grant_statements(args.user, args.host, database, args.tables)
+    # Both check every name first: a bad one prints nothing.
+    statements = grant_statements(args.user, args.host, database)
+    app_statements = app_table_grants(args.user, args.host, database, args.tables)
     print(f"-- review, then run as an administrator; create the account first:\n"
           f"-- CREATE USER '{args.user}'@'{args.host}' IDENTIFIED BY '...';")
     for statement in statements:
+        print(statement)
+    if app_statements:
+        print("-- the application's tables, which handlers write in job.transaction(): "
+              "drop the privileges they do not use")
+    for statement in app_statements:
         print(statement)
 
 

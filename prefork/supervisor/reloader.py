@@ -305,7 +305,7 @@ class Watcher:
             files = []
         for path in files:
             self.watched.setdefault(path, _stat(path))
-        if files:
+        if self.report_data:   # none when the supervisor ended before its import did
             event("reload_watching", files=len(self.watched))
 
     def _close_report(self) -> None:

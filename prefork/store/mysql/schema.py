@@ -86,19 +86,26 @@ def _split_statements(sql: str) -> list[str]:
     return [stmt.strip() for stmt in "\n".join(lines).split(";\n") if stmt.strip().rstrip(";")]
 
 
-def grant_statements(user: str, host: str, database: str,
-                     app_tables: Sequence[str] = ()) -> list[str]:
-    """Least privilege for a worker account: read, insert and update the queue tables,
-    and the DML of GRANT_APP_TABLE on the application's own `app_tables`."""
+def grant_statements(user: str, host: str, database: str) -> list[str]:
+    """Least privilege for a worker account: read, insert and update the queue tables only."""
+    names = _account(user, host, database)
+    return [GRANT_WORKER_TABLE.format(table=table, **names) for table in WORKER_TABLES] + [
+        GRANT_READ_MIGRATIONS.format(**names)]
+
+
+def app_table_grants(user: str, host: str, database: str, tables: Sequence[str]) -> list[str]:
+    """GRANT_APP_TABLE on each of the application's `tables` (`table` in `database`, or
+    `other_database.table`); UserError for a bad name or a queue table, before any."""
+    names = _account(user, host, database)
+    return [GRANT_APP_TABLE.format(**{**names, "database": in_database, "table": table})
+            for in_database, table in [_app_table(name, database) for name in tables]]
+
+
+def _account(user: str, host: str, database: str) -> dict[str, str]:
     for what, name in (("user", user), ("host", host), ("database", database)):
         if not ACCOUNT_NAME.fullmatch(name or ""):
             raise UserError(f"invalid {what} name {name!r}: use A-Z a-z 0-9 _ . % -")
-    names = {"user": user, "host": host, "database": database}
-    app = [_app_table(name, database) for name in app_tables]   # all checked before any output
-    return [GRANT_WORKER_TABLE.format(table=table, **names) for table in WORKER_TABLES] + [
-        GRANT_READ_MIGRATIONS.format(**names)] + [
-        GRANT_APP_TABLE.format(**{**names, "database": in_database, "table": table})
-        for in_database, table in app]
+    return {"user": user, "host": host, "database": database}
 
 
 def _app_table(name: str, database: str) -> tuple[str, str]:
