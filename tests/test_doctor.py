@@ -3,12 +3,14 @@ MariaDB, in both dialects, and against a SQLite file; then the decisions its
 checks make from what a server says (versions, grants, plans, clocks), on the
 words real servers print."""
 import json
+import re
 import subprocess
 import sys
 import uuid
 
 import pytest
 from conftest import SERVER, admin_connection, cli_env, run_cli, scalar
+from tcp_proxy import TcpProxy
 from throwaway_db import free_port
 
 from prefork.doctor.checks import Status
@@ -110,6 +112,37 @@ def test_an_unreachable_server_is_a_failed_connect(mysql_server):
     assert result.returncode == DATABASE_EXIT
     assert result.stdout.splitlines()[0].startswith("fail  connect  cannot connect to ")
     assert "Traceback" not in result.stderr
+
+
+class OldGreeting:
+    """A socket's sendall that rewrites the server's greeting once: MariaDB 10.x or
+    11.x announces itself as 0.x or 1.x (the same length, so the packet stays valid)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.greeted = False
+
+    def sendall(self, data):
+        if not self.greeted:
+            self.greeted = True
+            data = re.sub(rb"5\.5\.5-1(\d)\.", rb"5.5.5-0\1.", data, count=1)
+        self.sock.sendall(data)
+
+
+class OldServerProxy(TcpProxy):
+    """The local MariaDB behind a proxy whose greeting names a server too old."""
+
+    def _pump(self, source, sink, pair):
+        super()._pump(source, OldGreeting(sink) if source is pair[1] else sink, pair)
+
+
+def test_a_server_too_old_is_a_failed_connect_naming_both_versions(mysql_server, database):
+    with OldServerProxy(SERVER["host"], SERVER["port"]) as proxy:
+        result = doctor(dsn=f"mysql://root@127.0.0.1:{proxy.port}/{database}")
+    assert result.returncode == DATABASE_EXIT, result.stdout + result.stderr
+    line = result.stdout.splitlines()[0]
+    assert line.startswith("fail  connect  MariaDB ") and "is too old for prefork-queue" in line
+    assert line.endswith("it needs MariaDB 10.6.0 or later (SKIP LOCKED)")
 
 
 def test_a_bad_dsn_is_a_usage_error_not_a_check(mysql_server):

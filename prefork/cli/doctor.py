@@ -34,7 +34,7 @@ def run_doctor(config: Config) -> list[Check]:
     except NoQueueDatabase as exc:    # a SQLite file without the schema, or no file
         return [Check("schema", Status.FAIL, str(exc))]
     except UserError as exc:          # unreachable, refused, too old, the wrong dialect
-        if isinstance(exc, DatabaseUnavailable) or _reached_a_server(config):
+        if isinstance(exc, DatabaseUnavailable) or _refused_by_the_server(config):
             return [Check("connect", Status.FAIL, str(exc))]
         raise
     try:
@@ -56,12 +56,14 @@ def _checks_for(store: object, config: Config) -> list[Check]:
     return sqlite_checks(store, config, queue)
 
 
-def _reached_a_server(config: Config) -> bool:
-    """Did the DSN parse, so that a refusal came from the server we reached (too old,
-    or the wrong dialect for it) rather than from the configuration?"""
+def _refused_by_the_server(config: Config) -> bool:
+    """Was a refusal at connect the server's (too old, or not for the dialect set)
+    rather than the configuration's? Yes when the DSN names a MySQL database and
+    the password can be read: what else is refused then is the server's answer."""
     from ..store.mysql.session import parse_dsn
     try:
         parse_dsn(config.dsn)
+        config.password()
     except UserError:
         return False
     return True
