@@ -17,6 +17,11 @@ class Status(StrEnum):
     SKIP = "skip"      # not checked: a check it depends on failed
 
 
+# The two checks of the plans, on every backend: the claim's statements and the
+# completion's.
+CLAIM_PLAN, COMPLETION_PLAN = PLAN_CHECKS = ("claim plan", "completion plan")
+
+
 @dataclass(frozen=True)
 class Check:
     name: str

@@ -9,13 +9,13 @@ import pymysql
 from pymysql.constants import ER
 
 from ..config import Config
+from ..errors import UserError
 from ..store.mysql.queries import SCHEMA_VERSIONS
 from ..store.mysql.server import MINIMUM, Flavor, Server, check_supported
 from ..store.mysql.session import error_code
 from ..store.mysql.store import MySQLStore
-from ..errors import UserError
-from . import grants, plans
-from .checks import Check, Status, run_check, run_checks, skipped
+from . import grants, plans, roundtrip
+from .checks import PLAN_CHECKS, Check, Status, run_check, run_checks, skipped
 from .queries import (
     ACCOUNT,
     GRANTS,
@@ -25,12 +25,11 @@ from .queries import (
     SERVER_UTC_NOW,
     TIME_ZONE,
 )
-from .roundtrip import round_trip
 
 READ_COMMITTED = "READ-COMMITTED"
 UTC_ZONES = ("+00:00", "UTC")
 SKEW_WARN = 1.0   # seconds: beyond this, clocks are not kept in sync
-NEEDS_SCHEMA = ("claim plan", "completion plan", "round trip")
+NEEDS_SCHEMA = (*PLAN_CHECKS, roundtrip.NAME)
 
 
 def mysql_checks(store: MySQLStore, config: Config, queue: str) -> list[Check]:
@@ -48,11 +47,11 @@ def mysql_checks(store: MySQLStore, config: Config, queue: str) -> list[Check]:
         run_check("time zone", lambda: time_zone_check(conn)),
         run_check("clock", lambda: clock_check(conn, config.lease_seconds)),
     ]
-    if schema.status is not Status.OK:
+    if schema.status is Status.FAIL:
         return checks + [skipped(name, "the schema is not current") for name in NEEDS_SCHEMA]
-    checks += run_checks(NEEDS_SCHEMA[:2], lambda: plans.plan_checks(
+    checks += run_checks(PLAN_CHECKS, lambda: plans.plan_checks(
         conn, store.server, store.dialect, queue))
-    checks.append(run_check(NEEDS_SCHEMA[2], lambda: round_trip(
+    checks.append(run_check(roundtrip.NAME, lambda: roundtrip.round_trip(
         store, queue, config.lease_seconds, lambda job_id: _remove(conn, job_id, queue))))
     return checks
 

@@ -17,11 +17,11 @@ import pymysql
 from ..store.mysql import portable_queries as mysql_sql
 from ..store.mysql import queries as mariadb_sql
 from ..store.mysql.server import Flavor, Server
-from .checks import Check, Status
+from .checks import CLAIM_PLAN, COMPLETION_PLAN, Check, Status
 from .queries import EXPLAIN_MARIADB, EXPLAIN_MYSQL, PLAN_JOB, explained
+from .roundtrip import JOB_TYPE
 
 PLAN_JOBS = 200
-PLAN_JOB_TYPE = "prefork.doctor"
 # Extra words of a row the server answers without reading a table: a lookup by a
 # unique key that found no row matching the rest of the WHERE (our scratch jobs
 # are ready, not reserved). The lookup is still by that key.
@@ -115,8 +115,8 @@ def judge_rows(rows: Sequence[dict[str, Any]],
     and JSON_TABLE's id lists are bounded by the claim's limit: not judged."""
     problems, used = [], []
     for row in rows:
-        table, access, key, extra = row.get("table"), row.get("type"), row.get("key"), \
-            row.get("Extra") or ""
+        table, access, key = row.get("table"), row.get("type"), row.get("key")
+        extra = row.get("Extra") or ""
         if table is None or str(table).startswith("<") or "Table function" in extra:
             if any(words in extra for words in CONST_LOOKUPS):
                 used.append("a unique-key lookup")
@@ -147,10 +147,10 @@ def plan_checks(conn: pymysql.connections.Connection, server: Server, dialect: F
     conn.begin()
     try:
         with conn.cursor() as cursor:
-            cursor.executemany(PLAN_JOB, [(queue, PLAN_JOB_TYPE)] * PLAN_JOBS)
+            cursor.executemany(PLAN_JOB, [(queue, JOB_TYPE)] * PLAN_JOBS)
             scratch = Scratch(queue, int(cursor.lastrowid))
-        return [_judged("claim plan", conn, server, claim, scratch),
-                _judged("completion plan", conn, server, completion, scratch)]
+        return [_judged(CLAIM_PLAN, conn, server, claim, scratch),
+                _judged(COMPLETION_PLAN, conn, server, completion, scratch)]
     finally:
         conn.rollback()
 

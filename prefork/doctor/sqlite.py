@@ -9,8 +9,9 @@ from ..store.contract import packaged_migrations
 from ..store.sqlite import queries as sqlite_sql
 from ..store.sqlite.file import execute_when_free, network_filesystem, stamp, utc_now
 from ..store.sqlite.store import SQLiteStore
-from .checks import Check, Status, run_check, run_checks
+from .checks import CLAIM_PLAN, COMPLETION_PLAN, PLAN_CHECKS, Check, Status, run_check, run_checks
 from .queries import EXPLAIN_SQLITE, JOURNAL_MODE, REMOVE_SCRATCH_JOB_SQLITE, explained
+from .roundtrip import NAME as ROUND_TRIP
 from .roundtrip import round_trip
 
 WAL = "wal"
@@ -29,10 +30,9 @@ def sqlite_checks(store: SQLiteStore, config: Config, queue: str) -> list[Check]
               f"Python links), file {store.path}"),
         run_check("file", lambda: file_check(conn, store.path)),
         run_check("schema", lambda: schema_check(store)),
-        *run_checks(("claim plan", "completion plan"), lambda: [
-            plan_check("claim plan", conn, CLAIM, queue),
-            plan_check("completion plan", conn, COMPLETION, queue)]),
-        run_check("round trip", lambda: round_trip(
+        *run_checks(PLAN_CHECKS, lambda: [plan_check(CLAIM_PLAN, conn, CLAIM, queue),
+                                          plan_check(COMPLETION_PLAN, conn, COMPLETION, queue)]),
+        run_check(ROUND_TRIP, lambda: round_trip(
             store, queue, config.lease_seconds, lambda job_id: _remove(store, job_id, queue))),
     ]
 
