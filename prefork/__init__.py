@@ -31,5 +31,4 @@ from .jobs import Job
 from .registry import handler
 
 __version__ = "0.1.0"
-__all__ = ["handler", "enqueue", "notify", "Client", "Connection", "Job", "PermanentError",
-           "LeaseLost"]
+__all__ = ["handler", "enqueue", "notify", "Client", "Job", "PermanentError", "LeaseLost"]
