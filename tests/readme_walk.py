@@ -130,13 +130,11 @@ class Terminal:
         self.state = state_dir / "exported.env"
         self.background = None
         self.background_log = state_dir / "background.log"
-        self.sessions = []       # every process group started, killed at cleanup
 
     def _popen(self, script, **kwargs):
-        proc = subprocess.Popen(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=self.cwd,
+        # Its own session, as a terminal's: Ctrl-C and the clean-up reach the whole group.
+        return subprocess.Popen(["bash", "-c", f"set -euo pipefail\n{script}"], cwd=self.cwd,
                                 env=self.env, start_new_session=True, text=True, **kwargs)
-        self.sessions.append(proc)
-        return proc
 
     def run(self, step):
         """Run the block to its end; its stdout. Exit 0 is required."""
@@ -191,15 +189,15 @@ class Terminal:
             code = self.background.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{step}: still running {STOP_TIMEOUT}s after Ctrl-C") from None
+        self.background = None   # reaped: what is left, cleanup finds by its directory
         assert code == 0, f"{step}: exit {code} after Ctrl-C:\n{self.background_log.read_text()}"
         wait_gone(pids, timeout=30)
-        self.background = None
 
     def cleanup(self):
-        """Kill whatever is left: every process group started, and any process still
-        running in the directory (one that left its group)."""
-        for proc in self.sessions:
-            self._kill(proc)
+        """Kill whatever is left: the first terminal's process group, and any process
+        still running in the directory (one a block left behind, or that left its group)."""
+        if self.background is not None:
+            self._kill(self.background)
         for proc in psutil.process_iter():
             with suppress(psutil.Error):
                 if Path(proc.cwd()).is_relative_to(self.cwd):
@@ -207,6 +205,8 @@ class Terminal:
 
     @staticmethod
     def _kill(proc):
+        """SIGKILL the group of `proc`, which must not have been reaped yet (so that its
+        group id cannot belong to anyone else)."""
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         with suppress(subprocess.TimeoutExpired):

@@ -144,3 +144,20 @@ def test_a_new_user_follows_the_quick_start_and_the_mysql_steps(tmp_path, mysql_
     # What the README says about the files of the quick start.
     assert (home / "prefork-reports" / "report-4.json").is_file()
     assert (home / "prefork-queue.db").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("body,problem", [
+    ("```sh\nprefork-queue status\n```\n", "a block without a readme-test marker"),
+    ("<!-- readme-test: run -->\nprose\n", "the marker is not followed by a block"),
+    ("<!-- readme-test: maybe -->\n```sh\nls\n```\n", "unknown readme-test kind 'maybe'"),
+    ("<!-- readme-test: skip -->\n```sh\nsystemctl start x\n```\n", "skip needs an argument"),
+    ("<!-- readme-test: background -->\n```sh\nprefork-queue\n```\n"
+     "<!-- readme-test: output -->\n```\nx\n```\n", "an output block follows a run or poll block"),
+    ("    prefork-queue status\n", "an indented code block"),
+])
+def test_a_block_that_would_dodge_the_walk_is_refused(tmp_path, body, problem):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n## Quick start\n\n{body}\n## Commands\n\n```sh\nnot checked\n```\n")
+    with pytest.raises(AssertionError, match=re.escape(problem)):
+        steps(readme)
+
