@@ -108,10 +108,16 @@ def test_no_schema_fails_and_says_to_run_migrate(empty_database):
 
 
 def test_an_unreachable_server_is_a_failed_connect(mysql_server):
-    result = doctor(dsn=f"mysql://root@127.0.0.1:{free_port()}/jobs")
+    dsn = f"mysql://root@127.0.0.1:{free_port()}/jobs"
+    result = doctor(dsn=dsn)
     assert result.returncode == DATABASE_EXIT
     assert result.stdout.splitlines()[0].startswith("fail  connect  cannot connect to ")
     assert "Traceback" not in result.stderr
+    as_json = doctor("--json", dsn=dsn)
+    assert as_json.returncode == DATABASE_EXIT
+    (only,) = json.loads(as_json.stdout)
+    assert only["check"] == "connect" and only["status"] == "fail"
+    assert only["detail"].startswith("cannot connect to mysql://root@127.0.0.1:")
 
 
 class OldGreeting:
