@@ -51,10 +51,10 @@ def scratch_jobs(database):
 
 # --- MariaDB, both dialects --------------------------------------------------------
 
-@pytest.mark.parametrize("dialect", ["mariadb", "mysql"])
-def test_doctor_passes_on_the_local_mariadb_in_both_dialects(migrated, dialect):
+@pytest.mark.parametrize("sql_dialect", ["mariadb", "mysql"])
+def test_doctor_passes_on_the_local_mariadb_in_both_dialects(migrated, sql_dialect):
     database = migrated.rsplit("/", 1)[1]
-    result = doctor("--json", "--dialect", dialect, dsn=migrated)
+    result = doctor("--json", "--dialect", sql_dialect, dsn=migrated)
     assert result.returncode == 0, result.stdout + result.stderr
     checks = checks_of(result)
     assert set(checks) == {"server", "dialect", "schema", "privileges", "isolation",
@@ -64,7 +64,7 @@ def test_doctor_passes_on_the_local_mariadb_in_both_dialects(migrated, dialect):
     assert {name: status for name, (status, _) in checks.items() if name != "privileges"} == \
         dict.fromkeys(set(checks) - {"privileges"}, "ok")
     assert checks["server"][1].startswith("MariaDB 10.")
-    assert checks["dialect"][1].startswith(f"{dialect} (dialect = {dialect}")
+    assert checks["dialect"][1].startswith(f"{sql_dialect} (dialect = {sql_dialect}")
     assert "ix_prefork_jobs_claim" in checks["claim plan"][1]
     assert checks["isolation"][1].startswith("READ-COMMITTED")
     assert checks["round trip"][1].endswith("removed")
