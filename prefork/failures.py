@@ -89,13 +89,15 @@ class ErrorWriter:
 
     def traceback(self, exc: BaseException) -> str:
         """The traceback for the worker's log: whole (chained exceptions too) and
-        masked; under `class`, the exception's own frames and its class only."""
+        masked. Under `class`: where it was raised (each frame's file, line and
+        function, without the source line, which may quote a message) and the class."""
         if self.detail is ErrorDetail.CLASS:
-            frames = "".join(traceback.format_tb(exc.__traceback__))
-            text = f"Traceback (most recent call last):\n{frames}{error_class(exc)}"
-        else:
-            text = "".join(traceback.format_exception(exc)).rstrip()
-        return storable(self.mask(text))   # a source line may quote a URL with its password
+            frames = "".join(f'  File "{frame.f_code.co_filename}", line {line}, '
+                             f"in {frame.f_code.co_name}\n"
+                             for frame, line in traceback.walk_tb(exc.__traceback__))
+            return f"Traceback (most recent call last):\n{frames}{error_class(exc)}"
+        # Masked: a source line may quote a URL with its password.
+        return storable(self.mask("".join(traceback.format_exception(exc)).rstrip()))
 
 
 def storable(text: str) -> str:

@@ -5,6 +5,7 @@ Each test runs once on a real MariaDB/MySQL server and once on a SQLite file
 EXPLAIN checks are per backend; SQLite's multi-process tests are in
 test_sqlite.py.
 """
+import json
 import threading
 
 import pymysql
@@ -233,6 +234,21 @@ def test_retry_dead_resets_attempts(backend_store, db):
     assert s.retry_dead([job_id]) == 1
     row = db.row(job_id)
     assert row["status"] == "ready" and row["attempts"] == 0 and row["finished_at"] is None
+    assert row["max_attempts"] == 5 and row["last_error"] == "Boom"
+
+
+def test_retry_dead_can_set_max_attempts_and_keeps_the_history(backend_store, db):
+    s = backend_store()
+    ids = [s.enqueue(new_job("noop", queue=queue, max_attempts=1)) for queue in ("a", "b", "b")]
+    for job in s.claim(["a", "b"], WORKER, 30, limit=3):
+        assert s.fail(job, f"Boom {job.id}", Decision(dead=True, delay=0))
+    assert s.retry_dead([ids[0]], max_attempts=4) == 1
+    assert s.retry_dead(queue="b", max_attempts=7) == 2
+    rows = [db.row(job_id) for job_id in ids]
+    assert [(row["status"], row["max_attempts"]) for row in rows] == \
+        [("ready", 4), ("ready", 7), ("ready", 7)]
+    assert [json.loads(row["error_history"])[0]["error"] for row in rows] == \
+        [f"Boom {job_id}" for job_id in ids]
 
 
 def fill_queues_for_plans(s):
@@ -355,6 +371,9 @@ def test_hand_back_charges_a_crash_and_poisons_after_max_crashes(backend_store, 
     assert s.hand_back(job.id, job.lease_token, "SIGSEGV", policy, 3) == "dead"
     row = db.row(job_id)
     assert row["last_error"] == "crashed its worker 3 times: SIGSEGV"
+    assert [(entry["attempt"], entry["error"]) for entry in json.loads(row["error_history"])] \
+        == [(1, "worker died: SIGKILL"), (2, "worker died: SIGKILL"),
+            (3, "crashed its worker 3 times: SIGSEGV")]
 
 
 def test_hand_back_uncharged_restores_the_attempt(backend_store, db):
@@ -366,6 +385,7 @@ def test_hand_back_uncharged_restores_the_attempt(backend_store, db):
                        charge=False) == "ready"
     row = db.row(job_id)
     assert row["attempts"] == 0 and row["crashes"] == 0 and row["status"] == "ready"
+    assert row["error_history"] is None   # no attempt was used: none failed
 
 
 def test_ready_count_counts_ready_jobs_of_each_queue_up_to_the_limit(backend_store):

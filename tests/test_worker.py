@@ -119,11 +119,15 @@ def cli_process(tmp_path, *args, dsn, name="work"):
 
 # --- transient, permanent and exhausted failures, in process -------------------------
 
-def test_transient_failures_retry_until_done_and_store_only_the_class(store, make_config, clean_db,
-                                                                      log_lines):
+@pytest.mark.parametrize("detail, error", [
+    ("message", f"ConnectionResetError: peer said: password={SECRET}"),
+    ("class", "ConnectionResetError"),
+])
+def test_transient_failures_retry_until_done_and_store_the_error_as_error_detail_says(
+        store, make_config, clean_db, log_lines, detail, error):
     s = store()
     job_id = s.enqueue(new_job("flaky", {"succeed_on": 3}, key="flaky-1"))
-    worker = Worker(s, make_config(retry_base=0.01, retry_cap=0.05))
+    worker = Worker(s, make_config(retry_base=0.01, retry_cap=0.05, error_detail=detail))
     seen_errors = []
 
     def one_round():
@@ -136,14 +140,19 @@ def test_transient_failures_retry_until_done_and_store_only_the_class(store, mak
     wait_until(one_round, timeout=10, message="the flaky job to be done")
     row = job_row(clean_db, job_id)
     assert row["attempts"] == 3 and worker.processed == 3
-    assert set(seen_errors) == {"ConnectionResetError"}
+    assert set(seen_errors) == {error}
+    assert [entry["error"] for entry in json.loads(row["error_history"])] == [error, error]
     assert ledger_rows(clean_db) == [("flaky-1", job_id)]
     text, events = log_lines()
     failed = [e for e in events if e["event"] == "job_failed"]
     assert [e["attempt"] for e in failed] == [1, 2]
-    assert all(e["error"] == "ConnectionResetError" for e in failed)
+    assert all(e["error"] == error for e in failed)
+    # Every failed attempt's traceback: where it was raised, ending in the error.
+    assert all(", in flaky" in e["traceback"] and e["traceback"].splitlines()[-1] == error
+               for e in failed)
     assert names(events).count("job_completed") == 1
-    assert SECRET not in text and "succeed_on" not in text
+    assert "succeed_on" not in text   # never the payload
+    assert (SECRET in text) is (detail == "message")
 
 
 def test_unknown_type_and_malformed_payloads_are_dead_after_one_attempt(store, make_config,
@@ -166,16 +175,19 @@ def test_unknown_type_and_malformed_payloads_are_dead_after_one_attempt(store, m
     assert "not json" not in text and "xxxxxxxx" not in text
 
 
-def test_permanent_error_is_dead_at_once_with_the_class_name_only(store, make_config, clean_db,
-                                                                  log_lines):
+def test_permanent_error_is_dead_at_once_with_the_class_name_only_under_error_detail_class(
+        store, make_config, clean_db, log_lines):
     s = store()
     job_id = s.enqueue(new_job("permanent", {"card": "4111"}, max_attempts=5))
-    Worker(s, make_config()).run(stop_when_empty=True)
+    Worker(s, make_config(error_detail="class")).run(stop_when_empty=True)
     row = job_row(clean_db, job_id)
     assert (row["status"], row["attempts"]) == ("dead", 1)
     assert row["last_error"] == "prefork.errors.PermanentError"
-    text, _ = log_lines()
+    text, events = log_lines()
+    (dead,) = [e for e in events if e["event"] == "job_dead"]
+    assert dead["traceback"].splitlines()[-1] == "prefork.errors.PermanentError"
     assert CARD not in text and "declined" not in text and '"card"' not in text
+    assert CARD not in row["error_history"]
 
 
 def test_exhausted_attempts_go_to_dead(store, make_config, clean_db):
@@ -189,7 +201,7 @@ def test_exhausted_attempts_go_to_dead(store, make_config, clean_db):
 
     wait_until(dead, timeout=10, message="the job to go dead")
     row = job_row(clean_db, job_id)
-    assert row["attempts"] == 2 and row["last_error"] == "ConnectionResetError"
+    assert row["attempts"] == 2 and row["last_error"].startswith("ConnectionResetError: ")
     assert ledger_rows(clean_db) == []
     assert Worker(s, make_config()).run(once=True) == 0  # nothing left to retry
 
@@ -258,10 +270,11 @@ def test_effect_is_rolled_back_when_the_lease_runs_out_inside_the_transaction(
 
 # --- `prefork-queue work` as a subprocess ---------------------------------------------
 
-def test_work_retries_a_transient_failure_and_logs_no_secrets(store, migrated, clean_db):
+def test_work_retries_a_transient_failure_and_logs_no_message_under_error_detail_class(
+        store, migrated, clean_db):
     job_id = store().enqueue(new_job("flaky", {"succeed_on": 3}, key="flaky-cli"))
     result = run_cli("work", "--app", "ledger_app", "--retry-base", "0.01", "--retry-cap", "0.05",
-                     "--max-jobs", "3", dsn=migrated, timeout=60)
+                     "--max-jobs", "3", "--error-detail", "class", dsn=migrated, timeout=60)
     assert result.returncode == 0, result.stderr
     row = job_row(clean_db, job_id)
     assert (row["status"], row["attempts"], row["last_error"]) == ("done", 3, "ConnectionResetError")
@@ -270,6 +283,7 @@ def test_work_retries_a_transient_failure_and_logs_no_secrets(store, migrated, c
     failed = [e for e in events if e["event"] == "job_failed"]
     assert [(e["attempt"], e["error"]) for e in failed] == [(1, "ConnectionResetError"),
                                                             (2, "ConnectionResetError")]
+    assert all(e["traceback"].splitlines()[-1] == "ConnectionResetError" for e in failed)
     assert names(events).count("job_completed") == 1
     assert SECRET not in result.stderr and "succeed_on" not in result.stderr
     assert SECRET not in result.stdout
@@ -280,7 +294,8 @@ def test_work_sends_permanent_failures_to_dead(store, migrated, clean_db):
     unknown = s.enqueue(new_job("no.such.type", {"token": "abc-secret"}))
     permanent = s.enqueue(new_job("permanent", {"card": "4111"}))
     malformed = insert_raw(clean_db, "noop", "[1]")
-    result = run_cli("work", "--app", "ledger_app", "--stop-when-empty", dsn=migrated, timeout=60)
+    result = run_cli("work", "--app", "ledger_app", "--stop-when-empty", "--error-detail",
+                     "class", dsn=migrated, timeout=60)
     assert result.returncode == 0, result.stderr
     errors = {job_id: (job_row(clean_db, job_id)["status"], job_row(clean_db, job_id)["attempts"],
                        job_row(clean_db, job_id)["last_error"])
@@ -377,7 +392,7 @@ def test_lost_database_connection_ends_work_with_worker_fatal(migrated, clean_db
         assert "Traceback" not in stderr
         fatal = [e for e in json_events(stderr) if e["event"] == "worker_fatal"]
         assert len(fatal) == 1 and fatal[0]["level"] == "error"
-        assert fatal[0]["error"].startswith("pymysql.err.")
+        assert fatal[0]["error"].startswith("OperationalError 2013: Lost connection"), fatal
     finally:
         admin.close()
 

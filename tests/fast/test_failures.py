@@ -107,9 +107,9 @@ def test_the_traceback_is_whole_under_message_and_ends_in_the_class_under_class(
     assert "in handler" in full and "KeyError: 'inner 7'" in full   # the chain too
     assert full.endswith("ValueError: customer 42, password ***") and PASSWORD not in full
     bare = ErrorWriter("class", PASSWORD).traceback(exc)
-    assert "in handler" in bare and bare.splitlines()[-1] == "ValueError"
-    assert "customer 42" not in bare.replace('f"customer 42', "") and "inner 7" not in bare
-    assert PASSWORD not in bare
+    assert bare.startswith("Traceback (most recent call last):")
+    assert ", in handler" in bare and bare.splitlines()[-1] == "ValueError"
+    assert "customer 42" not in bare and "inner 7" not in bare   # no message, no source line
 
 
 def raised_from(function):
