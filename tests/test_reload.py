@@ -178,3 +178,16 @@ def test_reload_is_refused_under_systemd(sqlite_migrated, tmp_path):
     result = run_cli("run", "--reload", "true", "--app", "ledger_app", dsn=sqlite_migrated,
                      NOTIFY_SOCKET=str(tmp_path / "notify"))
     assert_refused(result, "--reload is for development", "NOTIFY_SOCKET")
+
+
+def test_the_config_file_is_watched_and_signals_are_forwarded(watchers, tmp_path):
+    config = tmp_path / "dev.conf"
+    config.write_text("[prefork-queue]\nqueues = default\n")
+    watcher = watchers(HANDLER.format(version="v1"), "--config", str(config))
+    watcher.wait_event("supervisor_started", queues="default")
+    config.write_text("[prefork-queue]\nqueues = default,mail\n")
+    watcher.wait_event("reload_changed", file=str(config))
+    watcher.wait_event("supervisor_started", queues="default,mail")
+    os.kill(watcher.proc.pid, signal.SIGTTIN)   # the watcher forwards the supervisor's signals
+    watcher.wait_event("workers_changed", workers=2, signal="SIGTTIN")
+    stop_and_check_nothing_is_left(watcher)
