@@ -38,7 +38,7 @@ BACKENDS = ("mysql", "sqlite")
 # The store, worker, supervisor and cluster suites: run under both MySQL dialects.
 DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
-                   "test_operations.py", "test_both_backends.py", "test_dialect.py"}
+                   "test_operations.py", "test_both_backends.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
 
