@@ -40,6 +40,7 @@ MARKER = re.compile(r"<!-- readme-test: (\S+)(?: (.+?))? -->")
 FENCE = "```"
 KINDS = {"run", "poll", "output", "background", "titles", "file", "values", "skip", "ctrl-c"}
 ARGUMENT_REQUIRED = {"file", "skip"}
+SHELL_KINDS = {"run", "poll", "background"}     # their blocks are ```sh
 COMMAND_TIMEOUT = 120            # seconds; one block on a slow, shared machine
 STARTUP_TIMEOUT = 60
 STOP_TIMEOUT = 90                # a drain waits for the running jobs (the README's sleep)
@@ -86,6 +87,8 @@ def steps(readme=README):
             continue
         assert i < len(lines) and lines[i][1].startswith(FENCE), \
             f"README.md:{number}: the marker is not followed by a block"
+        assert kind not in SHELL_KINDS or lines[i][1] == FENCE + "sh", \
+            f"README.md:{number}: a {kind} block is a shell block (```sh)"
         close = next(j for j in range(i + 1, len(lines)) if lines[j][1] == FENCE)
         found.append(Step(kind, argument, number, "\n".join(text for _, text in lines[i + 1:close])))
         i = close + 1

@@ -154,6 +154,7 @@ def test_a_new_user_follows_the_quick_start_and_the_mysql_steps(tmp_path, mysql_
     ("<!-- readme-test: background -->\n```sh\nprefork-queue\n```\n"
      "<!-- readme-test: output -->\n```\nx\n```\n", "an output block follows a run or poll block"),
     ("    prefork-queue status\n", "an indented code block"),
+    ("<!-- readme-test: run -->\n```python\nprint(1)\n```\n", "a run block is a shell block"),
 ])
 def test_a_block_that_would_dodge_the_walk_is_refused(tmp_path, body, problem):
     readme = tmp_path / "README.md"
