@@ -13,7 +13,7 @@ from typing import Any, Callable, NoReturn, Optional, Sequence, TypeVar
 
 from .. import __version__
 from ..config import Config
-from ..settings import SETTINGS
+from ..settings import SETTINGS, boolean
 from .exit_codes import ExitCode
 
 PROG = "prefork-queue"
@@ -87,9 +87,24 @@ def command_in(argv: Sequence[str]) -> Optional[str]:
     return None
 
 
+def with_switch_values(argv: Sequence[str]) -> list[str]:
+    """argv with a value for each true/false flag given alone: `--reload` is
+    `--reload=true`, as gunicorn's `--reload` is on. A flag followed by true or
+    false keeps that word as its value."""
+    switches = {s.flag_name for s in SETTINGS if s.flag and s.parse is boolean}
+    spelled = []
+    for number, arg in enumerate(argv):
+        following = argv[number + 1] if number + 1 < len(argv) else ""
+        alone = arg in switches and following.lower() not in ("true", "false")
+        spelled.append(f"{arg}=true" if alone else arg)
+    return spelled
+
+
 def with_default_command(argv: Sequence[str]) -> list[str]:
     """argv naming its command: `run` when it names none (`prefork-queue --workers 8`),
-    unless it asks the top level for --help or --version."""
+    unless it asks the top level for --help or --version; true/false flags given
+    alone spelled out (with_switch_values)."""
+    argv = with_switch_values(argv)
     if command_in(argv) is None and not any(arg in TOP_LEVEL_FLAGS for arg in argv):
         return [DEFAULT_COMMAND, *argv]
     return list(argv)
