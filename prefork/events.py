@@ -77,8 +77,10 @@ class Event(enum.StrEnum):
     WORKER_STOPPED = ("worker_stopped", INFO, "a worker loop ended; jobs it processed")
     JOB_CLAIMED = ("job_claimed", INFO, "a job was claimed under a lease and is about to run")
     JOB_COMPLETED = ("job_completed", INFO, "a job's completion was committed")
-    JOB_FAILED = ("job_failed", INFO, "an attempt failed; the job is retried after a backoff")
-    JOB_DEAD = ("job_dead", INFO, "an attempt failed and the job is dead (no retry left)")
+    JOB_FAILED = ("job_failed", INFO, "an attempt failed (its error and traceback, per "
+                  "error_detail); the job is retried after a backoff")
+    JOB_DEAD = ("job_dead", INFO, "an attempt failed (its error and traceback) and the job "
+                "is dead (no retry left, or its retry rules say so)")
     JOB_LEASE_LOST = ("job_lease_lost", INFO,
                       "a job's lease was lost: its result is void, another worker owns it")
     CLAIM_RELEASED = ("claim_released", INFO, "a claimed job not yet started was given back")
