@@ -1,7 +1,9 @@
-"""The handler registry: job type name -> function, filled by the application.
+"""The handler registry: job type name -> function (with its timeouts and retry
+rules), filled by the application.
 
 Handlers are looked up by the job type string only; nothing in job data can
-name a module or class to import.
+name a module or class to import. What the decorator returns is a Task: the
+function, callable as before, with `.enqueue()`.
 """
 import functools
 import importlib

@@ -146,7 +146,8 @@ def work_command(args: argparse.Namespace, config: Config) -> Optional[int]:
         worker.run(once=args.once, stop_when_empty=args.stop_when_empty, max_jobs=args.max_jobs)
     except driver_errors() as exc:
         # A fresh process gets a fresh connection: exit, let the caller restart us.
-        logs.event("worker_fatal", level=logging.ERROR, error=worker.errors.describe(exc))
+        logs.event("worker_fatal", level=logging.ERROR, error=worker.errors.describe(exc),
+                   code=exc.args[0] if exc.args else None)
         return ExitCode.DATABASE
     return None
 
