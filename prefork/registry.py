@@ -67,12 +67,12 @@ def handler(job_type: str, soft_timeout: float | None = None, hard_timeout: floa
     """
     if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
         raise ValueError(f"invalid job type name: {job_type!r}")
-    rules = RetryRules.checked(retry_on, discard_on, max_attempts, backoff)
+    checked_rules = RetryRules.checked(retry_on, discard_on, max_attempts, backoff)
 
     def register(func: Callable[[Job], Result]) -> Task[Result]:
         _handlers[job_type] = func
         _timeouts[job_type] = (soft_timeout, hard_timeout)
-        _rules[job_type] = rules
+        _rules[job_type] = checked_rules
         return Task(job_type, func)
 
     return register
