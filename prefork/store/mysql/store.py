@@ -96,14 +96,14 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):
     def dead_jobs(self, queue: str | None = None, limit: int = 100) -> list[JobRow]:
         return self._dicts(DEAD_JOBS, (queue, queue, limit))
 
-    def retry_dead(self, job_ids: Sequence[int] | None = None,
-                   queue: str | None = None) -> int:
+    def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
+                   max_attempts: int | None = None) -> int:
         if job_ids is None:
-            return self._rowcount(RETRY_DEAD, (queue, queue))
+            return self._rowcount(RETRY_DEAD, (max_attempts, queue, queue))
         if not job_ids:
             return 0
         return self._rowcount(RETRY_DEAD_IDS.format(ids=placeholders(len(job_ids))),
-                              (queue, queue, *job_ids))
+                              (max_attempts, queue, queue, *job_ids))
 
     def counts(self) -> dict[str, int]:
         return {status: count for status, count in self._all(COUNTS)}
