@@ -231,3 +231,15 @@ def test_invalid_values_are_refused_before_the_database_is_touched(tmp_path):
     for result in (after, before):
         assert_refused(result, "max_attempts")
         assert "connect" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["config", "--reload"], ["--reload", "config"],
+                                  ["config", "--reload", "--log-level", "info"]])
+def test_a_true_false_flag_given_alone_means_true(args):
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    assert "reload = true    # flag" in result.stdout.splitlines()
+
+
+def test_a_true_false_flag_keeps_a_word_that_is_not_a_command_as_its_value():
+    assert_refused(run_cli("config", "--reload", "yes"), "reload", "true or false")

@@ -89,13 +89,15 @@ def command_in(argv: Sequence[str]) -> Optional[str]:
 
 def with_switch_values(argv: Sequence[str]) -> list[str]:
     """argv with a value for each true/false flag given alone: `--reload` is
-    `--reload=true`, as gunicorn's `--reload` is on. A flag followed by true or
-    false keeps that word as its value."""
+    `--reload=true`, as gunicorn's `--reload` is on. Alone means last, or followed
+    by another option or a command's name; any other word is the flag's value, so
+    `--reload no` is refused for its value rather than taken for `--reload true`."""
     switches = {s.flag_name for s in SETTINGS if s.flag and s.parse is boolean}
     spelled = []
     for number, arg in enumerate(argv):
-        following = argv[number + 1] if number + 1 < len(argv) else ""
-        alone = arg in switches and following.lower() not in ("true", "false")
+        following = argv[number + 1] if number + 1 < len(argv) else None
+        alone = arg in switches and (following is None or following.startswith("-")
+                                     or following in COMMANDS)
         spelled.append(f"{arg}=true" if alone else arg)
     return spelled
 
