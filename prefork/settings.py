@@ -137,7 +137,8 @@ SETTINGS: list[Setting] = [
     Setting("error_detail", _choice("message", "class"), "message", "What a failed attempt's "
             "error keeps in the job row: the exception's class and message (cut to a bounded "
             "length, with credentials masked), or its class only, for handlers whose messages "
-            "may carry personal data. The worker's log has the full traceback either way.",
+            "may carry personal data. The worker's log has the traceback either way (under "
+            "class: its frames and the class, no message).",
             "jobs"),
     Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
             "worker may take the job back (extended while the job runs).", "jobs", metavar="S"),

@@ -211,7 +211,7 @@ def test_missing_schema_is_one_line_and_creates_nothing(fresh_database):
     dsn = dsn_for(fresh_database)
     for args in (["enqueue", "noop", "{}"], ["work", "--app", "ledger_app", "--once"],
                  ["failed"], ["show", "1"]):
-        assert_refused(run_cli(*args, dsn=dsn), "no queue schema", "prefork-queue migrate")
+        assert_refused(run_cli(*args, dsn=dsn), "no queue database at", "run migrate")
     conn = admin_connection()
     try:
         assert scalar(conn, "SELECT COUNT(*) FROM information_schema.tables"

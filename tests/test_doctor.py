@@ -4,12 +4,10 @@ checks make from what a server says (versions, grants, plans, clocks), on the
 words real servers print."""
 import json
 import re
-import subprocess
-import sys
 import uuid
 
 import pytest
-from conftest import SERVER, admin_connection, cli_env, run_cli, scalar
+from conftest import SERVER, admin_connection, run_cli, scalar
 from tcp_proxy import TcpProxy
 from throwaway_db import free_port
 
@@ -20,19 +18,12 @@ from prefork.doctor.plans import judge_rows
 from prefork.doctor.sqlite import judge_plan
 from prefork.store.mysql.server import parse_version
 
-# Until prefork/cli/main.py imports prefork.cli.doctor (the lead adds that line),
-# the command is registered by importing its module before main() runs.
-# Then: run_cli("doctor", ...).
-RUN_DOCTOR = ("import sys, prefork.cli.doctor; from prefork.cli.main import main; "
-              "sys.exit(main())")
 DATABASE_EXIT = 3
 PASSWORD = "doctor-Pw-1"
 
 
 def doctor(*args, dsn, **extra_env):
-    return subprocess.run([sys.executable, "-c", RUN_DOCTOR, "doctor", *args],
-                          capture_output=True, text=True, timeout=120,
-                          env=cli_env(dsn, **extra_env))
+    return run_cli("doctor", *args, dsn=dsn, **extra_env)
 
 
 def checks_of(result):
@@ -100,7 +91,7 @@ def test_no_schema_fails_and_says_to_run_migrate(empty_database):
     assert result.returncode == DATABASE_EXIT, result.stderr
     checks = checks_of(result)
     assert checks["schema"][0] == "fail"
-    assert "no queue schema" in checks["schema"][1] and "prefork-queue migrate" in checks["schema"][1]
+    assert "no queue database at" in checks["schema"][1] and "run migrate" in checks["schema"][1]
     # What needs the tables is not run; what does not is.
     assert [checks[name][0] for name in ("claim plan", "completion plan", "round trip")] == \
         ["skip"] * 3

@@ -5,7 +5,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .. import logs
+from .. import failures
 from ..errors import UserError
 from ..store import driver_errors
 
@@ -62,8 +62,7 @@ def failure(name: str, exc: Exception) -> Check:
 
 def database_error(exc: BaseException) -> str:
     """"database error OperationalError 1142: UPDATE command denied ..." in one line."""
-    words = " ".join(str(arg) for arg in exc.args).splitlines()
-    return f"database error {logs.error_class(exc)}: {words[0] if words else ''}".rstrip(": ")
+    return "database error " + " ".join(failures.database_error(exc).splitlines())
 
 
 def skipped(name: str, because: str) -> Check:

@@ -15,12 +15,14 @@ from typing import Any, Callable, Optional, Sequence
 
 import psutil
 
-from ..settings import SETTINGS
+from ..config import Config
 from ..errors import UserError
+from ..failures import ErrorWriter
 from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event
 from ..titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with_parent
+from ..settings import SETTINGS
 from ..store import driver_errors, open_store
 from ..wakeups.waker import Waker
 from ..worker.loop import Worker
@@ -72,7 +74,7 @@ def _child_main(spec: ChildSpec) -> int:
         store.check_schema()
     except (UserError,) + driver_errors() as exc:
         event("worker_boot_failed", level=logging.ERROR, slot=spec.slot,
-              error=str(exc) if isinstance(exc, UserError) else error_class(exc))
+              error=str(exc) if isinstance(exc, UserError) else _described(config, exc))
         return BOOT_FAILURE_EXIT
     _forget_secrets()
     started = time.monotonic()
@@ -98,7 +100,7 @@ def _child_main(spec: ChildSpec) -> int:
         worker.run(max_jobs=spec.max_items or None,
                    should_retire=lambda: retire.reason(worker.processed))
     except driver_errors() as exc:
-        event("worker_fatal", level=logging.ERROR, error=error_class(exc))
+        event("worker_fatal", level=logging.ERROR, error=_described(config, exc))
         return FATAL_EXIT
     reason = retire.reason(worker.processed)
     if reason and not worker.stopping:
@@ -223,3 +225,13 @@ class TitleTicker:
             time.sleep(1.0)
             if self.job is not None:
                 self._render()
+
+
+def _described(config: Config, exc: BaseException) -> str:
+    """A database error as error_detail allows: what failed, in the server's words and
+    masked (e.g. "OperationalError 1045: Access denied for user ..."), or its class."""
+    try:
+        password = config.password()
+    except UserError:   # the password file went away since: nothing of it to mask
+        password = None
+    return ErrorWriter(config.error_detail, password).describe(exc)

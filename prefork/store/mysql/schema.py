@@ -8,7 +8,7 @@ from typing import Sequence
 import pymysql
 from pymysql.constants import ER
 
-from ...errors import DatabaseUnavailable, UserError
+from ...errors import DatabaseUnavailable, NoQueueDatabase, UserError
 from ..contract import packaged_migrations
 from .queries import (
     CREATE_MIGRATIONS,
@@ -71,8 +71,8 @@ class MySQLSchema(MySQLSession):
             applied = {row[0] for row in self._all(SCHEMA_VERSIONS)}
         except pymysql.err.ProgrammingError as exc:
             if error_code(exc) == ER.NO_SUCH_TABLE:
-                raise UserError(f"no queue schema in {redacted(self.dsn_args)}: "
-                                "run `prefork-queue migrate`") from None
+                raise NoQueueDatabase(redacted(self.dsn_args),
+                                      "run migrate (as an account allowed to CREATE)") from None
             raise
         missing = [version for version, _, _ in self.migrations() if version not in applied]
         if missing:
