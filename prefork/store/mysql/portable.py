@@ -68,8 +68,10 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
             *done, ready = self._script_results(script(*first),
                                                 (*_flat_twice(leases), queue, queue, limit))
             ids = [row[0] for row in ready]
-            rows = self._reserve(ids, claimant) if ids else []
-            if not ids:
+            if ids:
+                rows = self._reserve(ids, claimant)
+            else:
+                rows = []
                 self.conn.commit()
         except BaseException:
             self._rollback_quietly()   # _retry_contention retries what is contention
