@@ -59,8 +59,9 @@ def pytest_generate_tests(metafunc):
     each dialect (the `dialect` fixture, indirect)."""
     both = Path(metafunc.definition.path).name in DIALECT_MODULES
     if "backend" in metafunc.fixturenames:
-        mysql = [("mysql", name) for name in DIALECTS] if both else [("mysql", None)]
-        cases = mysql + [("sqlite", None)]
+        dialects = DIALECTS if both else (None,)
+        cases = [(backend, name) for backend in BACKENDS
+                 for name in (dialects if backend == "mysql" else (None,))]
         metafunc.parametrize(("backend", "dialect"), cases, indirect=True,
                              ids=[_case_id(*case) for case in cases])
     elif both and "mysql_server" in metafunc.fixturenames:
