@@ -5,11 +5,13 @@ handler's transaction is bounded in each, and the plans of its own statements.
 The store, worker, supervisor and cluster suites run in both dialects too (see
 conftest.DIALECT_MODULES)."""
 import json
+import struct
 
 import pymysql
 import pytest
 from cli_checks import assert_refused
-from conftest import DIALECTS, admin_connection, run_cli, wait_until
+from conftest import DIALECTS, SERVER, admin_connection, run_cli, wait_until
+from tcp_proxy import TcpProxy
 
 from prefork import config as config_module
 from prefork.bench.database import BenchDatabase
@@ -31,6 +33,77 @@ def test_a_store_reads_the_server_and_speaks_the_dialect_set(store, dialect):
     assert s.server.flavor is Flavor.MARIADB and s.server.version >= (10, 6, 0)
     assert s.dialect is Flavor(dialect)
     assert type(s) is (PortableMySQLStore if dialect == "mysql" else MySQLStore)
+
+
+class VersionProxy(TcpProxy):
+    """The test server behind a proxy that rewrites the version its greeting (the
+    first packet of each connection) announces: to the client, a server of that
+    version. Everything after the greeting passes unchanged."""
+
+    def __init__(self, version):
+        super().__init__(SERVER["host"], SERVER["port"])
+        self.version = version.encode()
+
+    def _pump(self, source, sink, pair):
+        if source is pair[1]:   # the server's side of the link speaks first
+            try:
+                sink.sendall(self._rewritten(_packet(source)))
+            except OSError:
+                pass   # the link failed: the pumps below end it
+        super()._pump(source, sink, pair)
+
+    def _rewritten(self, packet):
+        """Greeting: 3-byte length, sequence number, protocol version (10), the
+        server version ending in NUL, then the rest, kept."""
+        sequence, payload = packet[3:4], packet[4:]
+        rest = payload[payload.index(0, 1):]
+        payload = payload[:1] + self.version + rest
+        return struct.pack("<I", len(payload))[:3] + sequence + payload
+
+
+def _packet(sock):
+    header = _exactly(sock, 4)
+    return header + _exactly(sock, int.from_bytes(header[:3], "little"))
+
+
+def _exactly(sock, size):
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise OSError("the server closed the link")
+        data += chunk
+    return data
+
+
+@pytest.mark.parametrize("version,found,minimum", [
+    ("5.7.44-log", "MySQL 5.7.44", "MySQL 8.0.1"),
+    ("5.5.5-10.5.23-MariaDB-log", "MariaDB 10.5.23", "MariaDB 10.6.0"),
+])
+def test_a_server_without_skip_locked_is_refused_in_one_line(migrated, version, found, minimum):
+    database = migrated.rsplit("/", 1)[1]
+    with VersionProxy(version) as proxy:
+        refused = run_cli("status", dsn=f"mysql://root@127.0.0.1:{proxy.port}/{database}")
+    assert_refused(refused, found, minimum, "SKIP LOCKED")
+
+
+def test_auto_picks_the_mysql_dialect_for_a_server_that_says_it_is_mysql(migrated, clean_db):
+    """Only the greeting says MySQL 8.4.0 (MariaDB answers): auto speaks the mysql
+    dialect, which works; the mariadb dialect is refused there."""
+    database = migrated.rsplit("/", 1)[1]
+    with VersionProxy("8.4.0") as proxy:
+        dsn = f"mysql://root@127.0.0.1:{proxy.port}/{database}"
+        s = MySQLStore(config_module.load({"dsn": dsn}, environ={}))
+        try:
+            assert (str(s.server), s.dialect, type(s)) == ("MySQL 8.4.0", Flavor.MYSQL,
+                                                            PortableMySQLStore)
+            job_id = s.enqueue(new_job("noop"))
+            [job] = s.claim(["default"], WORKER, 30)
+            assert job.id == job_id and s.complete_many([job.lease]) == {job_id}
+        finally:
+            s.close()
+        forced = run_cli("status", "--dialect", "mariadb", dsn=dsn)
+    assert_refused(forced, "dialect = mariadb cannot run on MySQL 8.4.0")
 
 
 def test_auto_speaks_the_servers_own_dialect(migrated):
