@@ -21,6 +21,9 @@ class BenchDatabase:
         dialect = type(self.store).__module__.rsplit(".", 1)[0]   # prefork.store.mysql
         self.sql = importlib.import_module(dialect + ".bench")   # prefork.store.mysql.bench
         self.is_mysql = dialect.endswith(".mysql")
+        # The SQL dialect a MySQL store speaks (the `dialect` setting, or the
+        # server's for auto); None on SQLite.
+        self.dialect = str(self.store.dialect) if self.is_mysql else None
 
     def enqueue_many(self, jobs):
         return self.store.enqueue_many(jobs)

@@ -192,7 +192,8 @@ class Bench:
 
     def report(self, rows, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"
-        return {"backend": backend, "queue": self.queue, "jobs": self.plan.jobs,
+        return {"backend": backend, "dialect": self.db.dialect, "queue": self.queue,
+                "jobs": self.plan.jobs,
                 "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
                 "columns": list(ROW_KEYS), "rows": rows, "done_rows": done_rows,
                 "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),

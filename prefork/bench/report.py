@@ -145,7 +145,8 @@ def render_table(report):
 
 def _footer(report):
     lines = [f"{report['jobs']} no-op jobs of {report['payload_bytes']} payload bytes per run, "
-             f"{report['pickups']} pickups; backend {report['backend']}."]
+             f"{report['pickups']} pickups; backend {report['backend']}"
+             + (f", {report['dialect']} dialect." if report.get("dialect") else ".")]
     done = report.get("done_rows")
     if done:
         lines.append(f"with {done['rows']:,} done rows in the table: {done['workers']} workers "

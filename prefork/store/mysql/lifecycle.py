@@ -51,7 +51,7 @@ class MySQLLifeCycle(MySQLSession):
               process_id: int | None = None) -> list[Job]:
         jobs: list[Job] = []
         for queue in queues:
-            _, claimed = self._run_claim(CLAIM, (), queue, limit - len(jobs),
+            _, claimed = self._run_claim((), queue, limit - len(jobs),
                                          (worker, lease_seconds, process_id))
             jobs += claimed
             if len(jobs) >= limit:
@@ -62,8 +62,7 @@ class MySQLLifeCycle(MySQLSession):
                            lease_seconds: float, process_id: int | None = None,
                            limit: int = 1) -> tuple[set[int], list[Job]]:
         claimant = (worker, lease_seconds, process_id)
-        completed, jobs = self._run_claim(_fenced(COMPLETE_AND_CLAIM, leases), _flat(leases),
-                                          queues[0], limit, claimant)
+        completed, jobs = self._run_claim(leases, queues[0], limit, claimant)
         if not jobs and len(queues) > 1:
             jobs = self.claim(queues[1:], worker, lease_seconds, limit, process_id)
         return completed, jobs
@@ -75,13 +74,14 @@ class MySQLLifeCycle(MySQLSession):
             lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases)))
         return _completed_ids(results[-1][0][0])
 
-    def _run_claim(self, claim_script: str, leading_args: tuple[Any, ...], queue: str,
-                   limit: int, claimant: Claimant) -> tuple[set[int], list[Job]]:
-        """Run a claim script for up to `limit` jobs of one queue; returns
-        (ids of the jobs it completed, [Job])."""
+    def _run_claim(self, leases: Sequence[Lease], queue: str, limit: int,
+                   claimant: Claimant) -> tuple[set[int], list[Job]]:
+        """In one transaction, complete `leases` (none for a plain claim) and claim up
+        to `limit` jobs of one queue; returns (ids of the jobs it completed, [Job])."""
         worker, lease_seconds, process_id = claimant
-        args = leading_args + (queue, queue, limit, secrets.token_hex(16),
-                               micros(lease_seconds), worker, process_id)
+        claim_script = _fenced(COMPLETE_AND_CLAIM, leases) if leases else CLAIM
+        args = _flat(leases) + (queue, queue, limit, secrets.token_hex(16),
+                                micros(lease_seconds), worker, process_id)
         rows, ((completed,),) = self._retry_contention(
             lambda: self._script_results(claim_script, args))
         return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]

@@ -48,15 +48,8 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
     """The parts of the MySQL store that the mysql dialect does its own way."""
     config: Config
 
-    def _run_claim(self, claim_script: str, leading_args: tuple[Any, ...], queue: str,
-                   limit: int, claimant: Claimant) -> tuple[set[int], list[Job]]:
-        """MySQLLifeCycle.claim and complete_and_claim call this with the mariadb
-        dialect's script, which this dialect does not send: it runs its own
-        statements instead. leading_args are that script's fence, the (id, token)
-        pairs of the leases to complete in the claim's transaction (none for a
-        plain claim)."""
-        leases = [Lease(leading_args[at], leading_args[at + 1])
-                  for at in range(0, len(leading_args), 2)]
+    def _run_claim(self, leases: Sequence[Lease], queue: str, limit: int,
+                   claimant: Claimant) -> tuple[set[int], list[Job]]:
         return self._retry_contention(lambda: self._claim_once(leases, queue, limit, claimant))
 
     def _claim_once(self, leases: Sequence[Lease], queue: str, limit: int,
