@@ -192,6 +192,26 @@ SETTINGS: list[Setting] = [
     Setting("metrics_address", str, "", "Serve Prometheus metrics at HOST:PORT, e.g. "
             "127.0.0.1:9187 (off when empty; keep it on loopback).", "supervisor",
             metavar="HOST:PORT"),
+    # dashboard
+    Setting("dashboard_bind", str, "127.0.0.1:8187", "HOST:PORT the dashboard serves on "
+            "(`prefork-queue dashboard`); keep it on loopback or behind a proxy.", "dashboard",
+            metavar="HOST:PORT"),
+    Setting("dashboard_url_prefix", str, "", "Path the dashboard is served under behind a "
+            "reverse proxy, e.g. /queue (empty: the root).", "dashboard", metavar="PATH"),
+    Setting("dashboard_redact", _word_list, ["password", "secret", "token", "authorization",
+                                             "api_key"],
+            "Payload keys whose values the dashboard masks (any depth, any case).", "dashboard",
+            metavar="KEYS"),
+    Setting("dashboard_password", str, None, "Password that unlocks the dashboard's actions "
+            "(read-only without one); environment only (PREFORK_QUEUE_DASHBOARD_PASSWORD), "
+            "never a flag.", "dashboard", secret=True, flag=False),
+    Setting("dashboard_password_file", str, None, "File whose first line is the dashboard "
+            "password (mode 0600 or stricter, as db_password_file).", "dashboard",
+            metavar="PATH"),
+    # integrations
+    Setting("django", str, "", "Django settings module (as DJANGO_SETTINGS_MODULE): set Django "
+            "up once in the supervisor and run the tasks of its INSTALLED_APPS.",
+            "integrations", metavar="MODULE"),
     # logging
     Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
             "readable text, or auto (text on a terminal, json otherwise).", "logging"),
