@@ -8,8 +8,8 @@ calls request_stop() (a flag, safe from a signal handler).
 import signal
 import time
 from collections import deque
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
 from ..errors import CommandFailed, JobTimeout, LeaseLost, QuickStop, RejectedJob
@@ -26,6 +26,17 @@ FIRST_IDLE_SLEEP = 0.05
 HOLD_BUDGET = 0.05
 JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
 SHORTEST_JOB_TIME = 1e-4   # seconds: bounds the batch a run of instant jobs asks for
+
+# What an integration wraps around every handler (set before the fork, so that the
+# children inherit it): Django's gives each job fresh database connections.
+JobScope = Callable[[Job], ContextManager[object]]
+_around_job: Optional[JobScope] = None
+
+
+def set_around_job(scope: Optional[JobScope]) -> None:
+    """Run every handler inside scope(job) from now on (None: nothing around it)."""
+    global _around_job
+    _around_job = scope
 
 
 def batch_size(job_seconds: float, claim_batch: int, left: Optional[int] = None) -> int:
@@ -311,7 +322,8 @@ class Worker:
         try:
             if self.quick_stopping:   # came after process() looked, before running_handler
                 raise QuickStop()
-            with soft_deadline(soft_timeout):
+            with soft_deadline(soft_timeout), \
+                    (_around_job(job) if _around_job else nullcontext()):
                 handler(job)
         finally:
             self.running_handler = False
