@@ -16,6 +16,8 @@ from typing import Any, Callable, ContextManager, NamedTuple
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..retry import Decision, RetryPolicy
 from ..wakeups import doorbell
+from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
+from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"
@@ -44,9 +46,6 @@ QueueFigures = dict[str, float]
 # count, oldest age s)], {queue: done in the window}, paused queues).
 StatusRows = tuple[list[dict[str, Any]], list[tuple[Any, ...]], dict[str, int], set[str]]
 
-# A job as get() and dead_jobs() return it: column name -> value, times as
-# naive UTC datetimes; get()'s error_history is the stored JSON text (or None).
-JobRow = dict[str, Any]
 
 
 def claimed_job(row: ClaimedRow, token: str, store: "Store") -> Job:
@@ -274,7 +273,33 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
-        """Delete registry rows of supervisors stopped or pruned that long ago."""
+        """Delete registry rows of supervisors stopped or pruned that long ago, and the
+        rollup's rows of minutes that long ago (in batches); how many rows of both."""
+
+    # -- the dashboard's reads and the per-minute rollup (views.py) ----------------------
+    @abc.abstractmethod
+    def queue_overview(self) -> list[QueueOverview]:
+        """Every known queue (with live jobs, paused or resumed once, or in the rollup of
+        the last hour), by name: live counts from the claim index's ranges, the last
+        hour from the rollup. Never reads a done row."""
+
+    @abc.abstractmethod
+    def throughput(self, since: datetime, queue: str | None = None) -> list[MinutePoint]:
+        """The rollup's minutes from `since` (naive UTC) on, oldest first, summed over
+        hosts and job types (of one queue, or all)."""
+
+    @abc.abstractmethod
+    def find_jobs(self, job_filter: JobFilter, after_id: int | None, limit: int) -> JobPage:
+        """Up to `limit` (at most views.MAX_PAGE) jobs matching the filter with ids below
+        after_id (None: from the newest), newest first, without payloads: keyset
+        paging, each filter read through an index. A job that matches all along is
+        on exactly one page however jobs change between pages."""
+
+    @abc.abstractmethod
+    def write_minutes(self, process_id: int, host: str, counts: Sequence[MinuteCounts]) -> None:
+        """Upsert one supervisor's rollup rows in one statement: each row's counts
+        replace those written before for its (minute, queue, type, process), so a
+        repeated write changes nothing."""
 
     @abc.abstractmethod
     def discard_dead(self, job_ids: Sequence[int]) -> int:

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from ...jobs import JobStatus
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
+from .dashboard_queries import PRUNE_MINUTES
 from .queries import (
     CONTROL,
     COUNT_FINISHED,
@@ -108,7 +109,12 @@ class MySQLOperations(MySQLSession):
                                                micros(older_than_seconds), batch))
 
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
-        return self._rowcount(PRUNE_PROCESSES, (micros(older_than_seconds), batch))
+        deleted = self._rowcount(PRUNE_PROCESSES, (micros(older_than_seconds), batch))
+        while True:   # the rollup: a few rows per supervisor, queue and type each minute
+            minutes = self._rowcount(PRUNE_MINUTES, (micros(older_than_seconds), batch))
+            deleted += minutes
+            if minutes < batch:
+                return deleted
 
     def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:

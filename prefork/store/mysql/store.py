@@ -1,6 +1,7 @@
 """The MySQL 8 / MariaDB 10.6+ store, through PyMySQL: MySQLStore puts together its
 parts (session.py: the connection; lifecycle.py: claims, completions and leases;
-operations.py: the operator tables; schema.py: migrations; portable.py: what the
+operations.py: the operator tables; schema.py: migrations; dashboard.py: the
+dashboard's reads and the per-minute rollup; portable.py: what the
 mysql dialect does its own way), and holds the producing and inspection of jobs
 itself. Every statement is named in queries.py (the mysql dialect's own in
 portable_queries.py).
@@ -17,6 +18,7 @@ import pymysql
 from ...config import Config
 from ...jobs import NewJob
 from ..contract import JobRow, QueueFigures, queue_figures
+from .dashboard import MySQLDashboard
 from .lifecycle import MySQLLifeCycle
 from .operations import MySQLOperations
 from .portable import MySQLPortable
@@ -38,7 +40,7 @@ from .session import connect, micros, parse_dsn
 from .session import queue_schema_named as queue_schema_named  # for prefork.enqueue
 
 
-class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema):
+class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...jobs import JobStatus
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
+from .dashboard_queries import PRUNE_MINUTES
 from .file import stamp, utc_now
 from .queries import (
     CONTROL,
@@ -114,8 +115,13 @@ class SQLiteOperations(SQLiteSession):
                                                 "before": _stamp_ago(older_than_seconds)})
 
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
-        return self._write_one(PRUNE_PROCESSES, {"batch": batch,
-                                                 "before": _stamp_ago(older_than_seconds)})
+        before = _stamp_ago(older_than_seconds)
+        deleted = self._write_one(PRUNE_PROCESSES, {"batch": batch, "before": before})
+        while True:   # the rollup: a few rows per supervisor, queue and type each minute
+            minutes = self._write_one(PRUNE_MINUTES, {"batch": batch, "before": before})
+            deleted += minutes
+            if minutes < batch:
+                return deleted
 
     def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:

@@ -1,6 +1,7 @@
 """The SQLite store: the embedded backend for one host. SQLiteStore puts together
 its parts (session.py: the connection and its transactions; lifecycle.py: claims,
-completions and leases; operations.py: the operator tables; file.py: the file,
+completions and leases; operations.py: the operator tables; dashboard.py: the
+dashboard's reads and the per-minute rollup; file.py: the file,
 its DSN and its time stamps), and holds the schema, the producing and the
 inspection of jobs itself. Every statement is named in queries.py.
 
@@ -46,6 +47,7 @@ from .file import (
     where,
 )
 from .file import queue_schema_named as queue_schema_named  # for prefork.enqueue
+from .dashboard import SQLiteDashboard
 from .lifecycle import SQLiteLifeCycle
 from .operations import SQLiteOperations
 from .queries import (
@@ -67,7 +69,7 @@ from .queries import (
 )
 
 
-class SQLiteStore(SQLiteLifeCycle, SQLiteOperations):
+class SQLiteStore(SQLiteLifeCycle, SQLiteOperations, SQLiteDashboard):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)

@@ -1,0 +1,116 @@
+"""Every statement of the MySQL store's dashboard reads and rollup writes, by name
+(the rest of the store's are in queries.py). Both dialects send these as they
+are: each is written the way the MySQL 8.0 and 8.4 reference manuals document
+(FORCE INDEX, LIKE ... ESCAPE, INSERT ... ON DUPLICATE KEY UPDATE without
+VALUES(), single-table DELETE ... ORDER BY ... LIMIT, START TRANSACTION WITH
+CONSISTENT SNAPSHOT, READ ONLY), and MariaDB 10.6+ runs them the same.
+
+Values are bound parameters, by name (%(name)s). The Jobs page's reads: a range
+of one index, newest first, below %(before)s and from %(id_min)s on (the id
+bounds of a time range), with the other filters checked on each row (queue,
+job_type, status NULL: any; created_at in [created_from, created_to)). FORCE
+INDEX: the optimizer must not trade the index's id order for a sort of every
+match. The list columns are get()'s but the payload and error history.
+"""
+
+FIND_BY_STATUS = (
+    "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
+    " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
+    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status)"
+    " WHERE status = %(status)s AND id < %(before)s AND id >= %(id_min)s"
+    " AND (%(queue)s IS NULL OR queue = %(queue)s)"
+    " AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
+    " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
+    " ORDER BY id DESC LIMIT %(limit)s")
+
+FIND_BY_STATUS_QUEUE = (
+    "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
+    " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
+    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_queue)"
+    " WHERE status = %(status)s AND queue = %(queue)s AND id < %(before)s"
+    " AND id >= %(id_min)s AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
+    " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
+    " ORDER BY id DESC LIMIT %(limit)s")
+
+FIND_BY_STATUS_TYPE = (
+    "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
+    " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
+    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_type)"
+    " WHERE status = %(status)s AND job_type = %(job_type)s AND id < %(before)s"
+    " AND id >= %(id_min)s AND (%(queue)s IS NULL OR queue = %(queue)s)"
+    " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
+    " ORDER BY id DESC LIMIT %(limit)s")
+
+# The keys LIKE 'prefix%' with !, % and _ escaped by ! (job_search.like_pattern):
+# a range of the key index. LIKE, not >= and <: utf8mb4_bin pads with spaces in
+# comparisons, LIKE compares character by character.
+FIND_BY_KEY = (
+    "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
+    " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
+    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_key)"
+    " WHERE idempotency_key LIKE %(key_pattern)s ESCAPE '!'"
+    " AND id < %(before)s AND id >= %(id_min)s AND (%(status)s IS NULL OR status = %(status)s)"
+    " AND (%(queue)s IS NULL OR queue = %(queue)s)"
+    " AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
+    " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
+    " ORDER BY id DESC LIMIT %(limit)s")
+
+FIND_BY_ID = (
+    "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
+    " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
+    " finished_at FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " WHERE id = %(job_id)s AND id < %(before)s AND (%(status)s IS NULL OR status = %(status)s)"
+    " AND (%(queue)s IS NULL OR queue = %(queue)s)"
+    " AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
+    " AND (%(key_pattern)s IS NULL OR idempotency_key LIKE %(key_pattern)s ESCAPE '!')"
+    " AND created_at >= %(created_from)s AND created_at < %(created_to)s")
+
+# The id bounds of a time range (each widened by job_search.CREATED_SLACK): the
+# first job created from %(since)s on, the last one created before %(until)s.
+FIRST_CREATED_FROM = (
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_created)"
+    " WHERE created_at >= %(since)s ORDER BY created_at, id LIMIT 1")
+
+LAST_CREATED_BEFORE = (
+    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_created)"
+    " WHERE created_at < %(until)s ORDER BY created_at DESC, id DESC LIMIT 1")
+
+# The reads of one page or overview see one snapshot: the session reads at READ
+# COMMITTED (a snapshot per statement), so this one transaction asks for more.
+REPEATABLE_READ_NEXT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+BEGIN_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+END_SNAPSHOT = "COMMIT"
+
+# --- the overview -----------------------------------------------------------------------
+
+QUEUE_STATES = "SELECT queue, paused FROM prefork_queue_states"
+
+# Per queue, the rollup's last hour (a range of the primary key): done, failed,
+# and done in the recent minutes.
+ROLLUP_LAST_HOUR = (
+    "SELECT queue, SUM(done), SUM(failed),"
+    " SUM(CASE WHEN minute >= %(recent_from)s AND minute < %(current)s THEN done ELSE 0 END)"
+    " FROM prefork_minutes WHERE minute >= %(hour_ago)s GROUP BY queue")
+
+THROUGHPUT = (
+    "SELECT minute, SUM(done), SUM(failed), SUM(dead) FROM prefork_minutes"
+    " WHERE minute >= %(since)s AND (%(queue)s IS NULL OR queue = %(queue)s)"
+    " GROUP BY minute ORDER BY minute")
+
+# --- the rollup's writes ---------------------------------------------------------------------
+
+# A supervisor's final counts of one minute, queue and type replace what it wrote
+# before for that row (the values given again, not VALUES(): deprecated in MySQL
+# 8.0.20+). The worker account's INSERT and UPDATE suffice.
+WRITE_MINUTE = (
+    "INSERT INTO prefork_minutes (minute, queue, job_type, process_id, host, done, failed,"
+    " dead, run_seconds)"
+    " VALUES (%(minute)s, %(queue)s, %(job_type)s, %(process_id)s, %(host)s, %(done)s,"
+    " %(failed)s, %(dead)s, %(run_seconds)s)"
+    " ON DUPLICATE KEY UPDATE host = %(host)s, done = %(done)s, failed = %(failed)s,"
+    " dead = %(dead)s, run_seconds = %(run_seconds)s")
+
+# (age in microseconds, batch) oldest first, a bounded batch per statement.
+PRUNE_MINUTES = (
+    "DELETE FROM prefork_minutes WHERE minute < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+    " ORDER BY minute LIMIT %s")
