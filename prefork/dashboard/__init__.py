@@ -1,0 +1,8 @@
+"""The web dashboard: `prefork-queue dashboard`, or create_app(config) under any WSGI
+server. web.py the request/response layer, auth.py the password, sessions and
+CSRF tokens, app.py the application (routing and the checks every POST passes),
+pages.py / api.py / actions.py what it answers, data.py what the store's reads
+become, server.py cheroot; templates/ (Jinja2, autoescaped) and static/."""
+from .app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,142 @@
+"""Who may act: the dashboard password, login sessions, their CSRF tokens, and the
+login rate limit.
+
+Read-only unless a password is configured (PREFORK_QUEUE_DASHBOARD_PASSWORD or
+dashboard_password_file, never a flag or the config file). A login gets a random
+session id (kept in memory only: a restart logs everyone out) and a CSRF token of
+its own, which every state-changing request must carry.
+"""
+import hmac
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..config import _check_private
+from ..errors import UserError
+
+SESSION_COOKIE = "prefork_dashboard"
+SESSION_IDLE_SECONDS = 12 * 3600
+MAX_SESSIONS = 1000
+# Failed logins: at most LOGIN_FAILURES per address in LOGIN_WINDOW seconds, and each
+# wrong password is answered only after FAILED_LOGIN_DELAY.
+LOGIN_FAILURES = 5
+LOGIN_WINDOW = 300.0
+FAILED_LOGIN_DELAY = 1.0
+
+
+def configured_password(config: Any) -> str | None:
+    """The dashboard password from the environment or the password file (checked
+    private, as db_password_file is), or None: read-only."""
+    if config.dashboard_password:
+        return str(config.dashboard_password)
+    path = config.dashboard_password_file
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if config.db_password_file_mode_check:
+                _check_private(path, os.fstat(handle.fileno()).st_mode)
+            password = handle.readline().rstrip("\r\n")
+    except OSError as exc:
+        raise UserError(f"cannot read dashboard_password_file {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"dashboard_password_file {path!r} is not UTF-8") from None
+    if not password:
+        raise UserError(f"dashboard_password_file {path!r} is empty")
+    return password
+
+
+@dataclass
+class Session:
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+class Gate:
+    """The password, the live sessions and the failed-login counts of one app."""
+
+    def __init__(self, password: str | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._password = password.encode("utf-8") if password else None
+        self._sessions: dict[str, Session] = {}
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    @property
+    def read_only(self) -> bool:
+        return self._password is None
+
+    # -- logging in ---------------------------------------------------------------------
+    def locked_out(self, address: str) -> bool:
+        """Too many wrong passwords from this address lately."""
+        with self._lock:
+            return len(self._recent_failures(address)) >= LOGIN_FAILURES
+
+    def log_in(self, address: str, password: str) -> str | None:
+        """A new session id for the right password; None (after a delay) for a wrong one."""
+        given = password.encode("utf-8")
+        # Constant time: the comparison takes as long whatever prefix matches.
+        if self._password is not None and hmac.compare_digest(given, self._password):
+            return self._new_session()
+        with self._lock:
+            self._recent_failures(address).append(self._clock())
+        time.sleep(FAILED_LOGIN_DELAY)
+        return None
+
+    def _recent_failures(self, address: str) -> list[float]:
+        since = self._clock() - LOGIN_WINDOW
+        recent = [at for at in self._failures.get(address, []) if at > since]
+        self._failures[address] = recent
+        return recent
+
+    def _new_session(self) -> str:
+        session_id = secrets.token_urlsafe(32)
+        with self._lock:
+            self._forget_idle()
+            if len(self._sessions) >= MAX_SESSIONS:   # the oldest make room
+                oldest = min(self._sessions, key=lambda key: self._sessions[key].last_seen)
+                del self._sessions[oldest]
+            self._sessions[session_id] = Session()
+        return session_id
+
+    def _forget_idle(self) -> None:
+        since = self._clock() - SESSION_IDLE_SECONDS
+        for key in [key for key, session in self._sessions.items() if session.last_seen < since]:
+            del self._sessions[key]
+
+    # -- using a session ----------------------------------------------------------------------
+    def session(self, session_id: str | None) -> Session | None:
+        """The live session of this cookie value, or None."""
+        if not session_id or self.read_only:
+            return None
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None or session.last_seen < self._clock() - SESSION_IDLE_SECONDS:
+                self._sessions.pop(session_id, None)
+                return None
+            session.last_seen = self._clock()
+            return session
+
+    def log_out(self, session_id: str | None) -> None:
+        with self._lock:
+            self._sessions.pop(session_id or "", None)
+
+
+def token_matches(session: Session, given: str) -> bool:
+    return hmac.compare_digest(session.csrf.encode("utf-8"), given.encode("utf-8"))
+
+
+def session_cookie(session_id: str, path: str, secure: bool, max_age: int | None = None) -> str:
+    """The Set-Cookie value: HttpOnly (no script reads it), SameSite=Strict (no other
+    site's request carries it), Secure over HTTPS."""
+    parts = [f"{SESSION_COOKIE}={session_id}", f"Path={path or '/'}", "HttpOnly",
+             "SameSite=Strict"]
+    if secure:
+        parts.append("Secure")
+    if max_age is not None:
+        parts.append(f"Max-Age={max_age}")
+    return "; ".join(parts)

@@ -1,0 +1,180 @@
+"""What the pages and the JSON API show, shaped from the store's answers: filters read
+from a request, a job with its payload redacted, the overview, the schedules.
+
+Every read here is one of the store's indexed reads (queue_overview, throughput,
+find_jobs, get, status): nothing counts or scans done rows."""
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+from http import HTTPStatus
+from typing import Any, Mapping, Sequence
+
+from ..cli import status_report
+from ..jobs import JobStatus
+from ..observers import schedules
+from ..store.contract import JobRow, Store
+from ..store.views import JobFilter, JobPage
+from ..worker import commands
+from .web import HTTPError, Request
+
+MASK = "[redacted]"
+PAGE_SIZE = 50
+RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+# The filters of the Jobs and Dead jobs pages, as query-string names.
+FILTER_ARGS = ("queue", "status", "type", "id", "key", "from", "to")
+
+
+# -- filters ---------------------------------------------------------------------------
+
+def job_filter(values: Mapping[str, str], status: JobStatus | None = None) -> JobFilter:
+    """The JobFilter of a query string's (or form's) values; 400 naming a bad one."""
+    return JobFilter(queue=values.get("queue") or None,
+                     status=status or _status(values.get("status", "")),
+                     job_type=values.get("type") or None,
+                     job_id=_whole_number(values.get("id", ""), "id"),
+                     key_prefix=values.get("key") or None,
+                     created_from=_utc_time(values.get("from", ""), "from"),
+                     created_to=_utc_time(values.get("to", ""), "to"))
+
+
+def filter_values(request: Request) -> dict[str, str]:
+    return {name: request.arg(name) for name in FILTER_ARGS}
+
+
+def after_id(text: str) -> int | None:
+    return _whole_number(text, "after")
+
+
+def _status(text: str) -> JobStatus | None:
+    if not text:
+        return None
+    try:
+        return JobStatus(text)
+    except ValueError:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"unknown state {text!r}: use one of "
+                        f"{', '.join(status.value for status in JobStatus)}") from None
+
+
+def _whole_number(text: str, name: str) -> int | None:
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 19:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name} must be a job id (a whole number)")
+    return int(text)
+
+
+def _utc_time(text: str, name: str) -> datetime | None:
+    """An ISO time (a browser's datetime-local value), UTC unless it names a zone."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise HTTPError(HTTPStatus.BAD_REQUEST,
+                        f"{name} must be a time like 2026-12-01T03:00 (UTC)") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+def job_list(page: JobPage) -> dict[str, Any]:
+    return {"rows": [plain(row) for row in page.rows], "next_after": page.next_after}
+
+
+def job_detail(row: JobRow, redact_keys: Sequence[str]) -> dict[str, Any]:
+    """Every field of a job; the payload pretty-printed with the redacted keys masked,
+    the error history as a list; no lease token (it would let a reader complete it)."""
+    detail = plain({key: value for key, value in row.items()
+                    if key not in ("payload", "error_history", "lease_token")})
+    detail["payload"] = pretty_payload(str(row.get("payload") or ""), redact_keys)
+    detail["error_history"] = _history(row.get("error_history"))
+    return detail
+
+
+def pretty_payload(text: str, redact_keys: Sequence[str]) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return MASK + " (not JSON)"
+    return json.dumps(redact(value, {key.lower() for key in redact_keys}), indent=2,
+                      ensure_ascii=False, sort_keys=True)
+
+
+def redact(value: Any, keys: set[str]) -> Any:
+    """`value` with the values of keys named in `keys` (lower case) masked, at any depth."""
+    if isinstance(value, dict):
+        return {key: MASK if str(key).lower() in keys else redact(item, keys)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item, keys) for item in value]
+    return value
+
+
+def _history(text: Any) -> list[dict[str, Any]]:
+    if not text:
+        return []
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        return []
+    return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+
+
+def plain(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row for JSON and templates: times as ISO 8601 UTC, enums as their words."""
+    return {key: _plain_value(value) for key, value in row.items()}
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return status_report.utc_text(value) if value.tzinfo is None else value.isoformat()
+    if isinstance(value, JobStatus):
+        return value.value
+    return value
+
+
+# -- the overview ------------------------------------------------------------------------------
+
+def overview(store: Store, heartbeat_interval: float) -> dict[str, Any]:
+    """Per queue figures (from the claim index and the rollup) and the supervisors."""
+    queues = [plain(dataclasses.asdict(item)) for item in store.queue_overview()]
+    report = status_report.build(store.status(status_report.DONE_WINDOW), heartbeat_interval)
+    return {"queues": queues, "supervisors": report["supervisors"],
+            "now": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def throughput(store: Store, span: str, queue: str | None) -> dict[str, Any]:
+    if span not in RANGES:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "range must be hour or day")
+    since = datetime.now(timezone.utc).replace(tzinfo=None) - RANGES[span]
+    points = store.throughput(since, queue)
+    return {"range": span, "points": [plain(dataclasses.asdict(point)) for point in points]}
+
+
+def hosts(store: Store) -> list[str]:
+    processes, _, _, _ = store.status(status_report.DONE_WINDOW)
+    return sorted({str(process["host"]) for process in processes})
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+def schedule_rows(store: Store, config: Any) -> list[dict[str, Any]]:
+    """Each [schedule:*] of the config: its timing, next tick and newest enqueued job.
+
+    The dashboard imports no application, so a schedule's type is taken as known
+    (the supervisor checks it against its handlers when it starts)."""
+    specs = commands.build(config)
+    named = {keys.get("type", "") for keys in config.named("schedule").values()}
+    now = datetime.now(timezone.utc)
+    rows = []
+    for name, schedule in schedules.build(config, named, specs).items():
+        last = store.find_jobs(JobFilter(queue=schedule.job.queue,
+                                         key_prefix=f"schedule:{name}:"), None, 1)
+        rows.append({"name": name, "type": schedule.job.type, "queue": schedule.job.queue,
+                     "timing": schedule.cron or f"every {schedule.every}s",
+                     "timezone": str(schedule.zone),
+                     "next_tick": schedules.iso(schedule.next_after(now)),
+                     "last_job": plain(last.rows[0]) if last.rows else None})
+    return rows

@@ -1,0 +1,85 @@
+"""The HTML pages (GET only): overview, jobs, one job, dead jobs, queues, schedules,
+restart, and the login form. Each renders a template from the store's indexed reads
+(data.py); the overview's live figures and charts are drawn by static/overview.js
+from the JSON API."""
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+from ..cli import status_report
+from ..jobs import JobStatus
+from . import data
+from .web import HTTPError, Request, Response, redirect
+
+if TYPE_CHECKING:
+    from .app import Dashboard
+
+
+def overview(app: "Dashboard", request: Request) -> Response:
+    return app.render(request, "overview.html",
+                      **data.overview(app.store(), app.config.heartbeat_interval))
+
+
+def jobs(app: "Dashboard", request: Request) -> Response:
+    return _job_list(app, request, "jobs.html", None)
+
+
+def dead(app: "Dashboard", request: Request) -> Response:
+    return _job_list(app, request, "dead.html", JobStatus.DEAD)
+
+
+def _job_list(app: "Dashboard", request: Request, template: str,
+              status: JobStatus | None) -> Response:
+    values = data.filter_values(request)
+    try:
+        found = app.store().find_jobs(data.job_filter(values, status),
+                                      data.after_id(request.arg("after")), data.PAGE_SIZE)
+    except HTTPError as exc:   # a bad filter: the form again, with the problem named
+        return app.render(request, template, HTTPStatus.BAD_REQUEST, filters=values,
+                          statuses=list(JobStatus), problem=exc.message, page=None)
+    return app.render(request, template, filters=values, statuses=list(JobStatus),
+                      problem="", page=data.job_list(found))
+
+
+def job(app: "Dashboard", request: Request, job_id: str) -> Response:
+    row = app.store().get(int(job_id))
+    if row is None:
+        raise HTTPError(HTTPStatus.NOT_FOUND, f"no job {job_id}")
+    return app.render(request, "job.html", job=data.job_detail(row, app.redact_keys))
+
+
+def queues(app: "Dashboard", request: Request) -> Response:
+    return app.render(request, "queues.html", queues=data.overview(
+        app.store(), app.config.heartbeat_interval)["queues"])
+
+
+def schedules(app: "Dashboard", request: Request) -> Response:
+    return app.render(request, "schedules.html",
+                      schedules=data.schedule_rows(app.store(), app.config))
+
+
+def restart(app: "Dashboard", request: Request) -> Response:
+    report = status_report.build(app.store().status(status_report.DONE_WINDOW),
+                                 app.config.heartbeat_interval)
+    return app.render(request, "restart.html", supervisors=report["supervisors"],
+                      hosts=sorted({sup["host"] for sup in report["supervisors"]}))
+
+
+def login_form(app: "Dashboard", request: Request) -> Response:
+    if app.gate.read_only:
+        raise HTTPError(HTTPStatus.NOT_FOUND, "read-only: no dashboard password is set, "
+                        "so there is nothing to log in to")
+    if request.session is not None:
+        return redirect(request.root + "/")
+    return app.render(request, "login.html", problem="")
+
+
+ROUTES = (
+    ("GET", r"/", overview),
+    ("GET", r"/jobs", jobs),
+    ("GET", r"/jobs/(?P<job_id>[0-9]{1,19})", job),
+    ("GET", r"/dead", dead),
+    ("GET", r"/queues", queues),
+    ("GET", r"/schedules", schedules),
+    ("GET", r"/restart", restart),
+    ("GET", r"/login", login_form),
+)

@@ -1,0 +1,73 @@
+"""Serving the dashboard with cheroot: CherryPy's HTTP/1.1 WSGI server, pure Python
+(no compiler on the host), threaded, with keep-alive and request size and timeout
+limits, and no dependency beyond two small helper packages. It needs no process
+manager of its own: `prefork-queue dashboard` runs it in the foreground, and
+SIGTERM or Ctrl-C stops it after the requests in flight."""
+import ipaddress
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+from cheroot import wsgi
+
+from ..errors import UserError
+
+THREADS = 10
+REQUEST_TIMEOUT = 30        # seconds a client may take to send a request
+MAX_REQUEST_HEADER = 64 * 1024
+MAX_REQUEST_BODY = 1024 * 1024
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """"127.0.0.1:8187", "[::1]:8187", "localhost:0" -> (host, port)."""
+    host, colon, port = text.strip().rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise UserError(f"dashboard_bind must be HOST:PORT, e.g. 127.0.0.1:8187, got {text!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:   # a host name: it may resolve to anything
+        return False
+
+
+def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> None:
+    """Serve until SIGTERM or SIGINT. Says where on stdout once it listens (the port
+    the system chose, for port 0)."""
+    server = wsgi.Server((host, port), app, numthreads=THREADS, timeout=REQUEST_TIMEOUT,
+                         server_name="prefork-queue-dashboard")
+    server.max_request_header_size = MAX_REQUEST_HEADER
+    server.max_request_body_size = MAX_REQUEST_BODY
+    try:
+        server.prepare()
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound_host, bound_port = server.bind_addr[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    mode = "read-only (no dashboard password set)" if read_only else "actions need a login"
+    print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        server.serve()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def warn_if_exposed(host: str) -> None:
+    if not is_loopback(host):
+        print(f"prefork-queue: warning: the dashboard listens on {host}, reachable beyond "
+              f"this host: serve it behind a reverse proxy with TLS (see the README's "
+              f"Dashboard section)", file=sys.stderr, flush=True)
+
