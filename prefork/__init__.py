@@ -16,7 +16,9 @@ Application API:
     with prefork.Client() as client:     # a script: its own connection, the configured DSN
         client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
 
-`conn` is the backend's own connection: PyMySQL, or sqlite3 with a sqlite:/// DSN.
+`conn` is the application's connection to the queue database, in its open
+transaction: a DB-API connection of PyMySQL, mysqlclient, mysql-connector-python
+or sqlite3, or a SQLAlchemy Session or Connection on one of them.
 The `cursor` from `job.transaction()` takes `%s` placeholders on both backends
 (`%%` for a literal percent, as PyMySQL reads it), so a handler written on the
 quick start's SQLite file runs unchanged on MySQL. Don't put `%s` inside a string

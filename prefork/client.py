@@ -13,19 +13,20 @@ import os
 import threading
 import time
 import weakref
-from contextlib import AbstractContextManager, closing
+from contextlib import closing
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol, TypeVar, cast
+from typing import Any, Callable, Iterable, TypeVar, cast
 
+from . import connections
 from .config import Config, load
 from .jobs import NewJob, Payload, new_job
 from .store import driver_errors, open_store
 from .store.contract import Store
 from .wakeups import doorbell
 
-# An application's open connection: a PyMySQL connection, or a sqlite3.Connection for
-# a sqlite:/// DSN. Typed loosely because the PyMySQL side is duck-typed (a cursor()
-# and, for notify(), the name of its database).
+# An application's connection (see connections.py): a DB-API connection of PyMySQL,
+# mysqlclient, mysql-connector-python or sqlite3, or a SQLAlchemy Session or
+# Connection on one of them. Typed loosely: none of them is imported to type it.
 Connection = Any
 Result = TypeVar("Result")
 # A Client's connection idle longer than this is replaced before its next use: the
@@ -34,29 +35,21 @@ Result = TypeVar("Result")
 IDLE_REOPEN_SECONDS = 60.0
 
 
-class _Backend(Protocol):
-    """What enqueue(), notify() and a Client need of a store module (store/*/store.py)."""
-
-    def enqueue_on(self, cursor: Any, new_job: NewJob) -> int: ...
-
-    def bell_key_of(self, conn: Connection) -> str: ...
-
-    def queue_schema_named(self, conn: Connection) -> AbstractContextManager[None]: ...
-
-
 def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
             key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
             priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> int:
-    """Enqueue on the application's own connection (PyMySQL or sqlite3), inside its
-    open transaction; does not commit, so the caller's row and its job commit together.
-    Returns the job id (the existing one for a repeated queue and key)."""
+    """Enqueue on the application's own connection, inside its open transaction; does
+    not commit, so the caller's row and its job commit together. `conn` is a DB-API
+    connection of PyMySQL, mysqlclient, mysql-connector-python or sqlite3, or a
+    SQLAlchemy Session or Connection on one of them (a TypeError names them for
+    anything else). Returns the job id (the existing one for a repeated queue and key)."""
     job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
                   priority=priority, max_attempts=max_attempts,
                   max_payload_bytes=max_payload_bytes)
     # A database without the queue schema raises NoQueueDatabase (a UserError naming
     # it), not the driver's "no such table": translated after the fact, no extra query.
-    backend = _backend_for(conn)
-    with closing(conn.cursor()) as cursor, backend.queue_schema_named(conn):
+    backend, dbapi = connections.in_transaction(conn, "prefork.enqueue()")
+    with closing(dbapi.cursor()) as cursor, backend.queue_schema_named(dbapi):
         return backend.enqueue_on(cursor, job)
 
 
@@ -64,19 +57,9 @@ def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
     """Call after the transaction holding your enqueue()s commits: the supervisors of
     this host wake `jobs` idle workers for `queue` at once, instead of finding the
     jobs at their next poll. Best effort; no supervisor listening is no error."""
-    doorbell.ring(_backend_for(conn).bell_key_of(conn), {queue: jobs})
-
-
-def _backend_for(conn: Connection) -> _Backend:
-    """The store module that speaks `conn`'s dialect (its SQL stays there). Imported on
-    first use: an application importing prefork loads one dialect, and a Python built
-    without sqlite3 still runs MySQL."""
-    import sqlite3
-    if isinstance(conn, sqlite3.Connection):
-        from .store.sqlite import store as sqlite_backend
-        return sqlite_backend
-    from .store.mysql import store as mysql_backend
-    return mysql_backend
+    with connections.outside_transaction(conn, "prefork.notify()") as (backend, dbapi):
+        key = backend.bell_key_of(dbapi)
+    doorbell.ring(key, {queue: jobs})
 
 
 class Client:
@@ -159,7 +142,7 @@ class Client:
             store = self._store
             conn = cast(Any, store).conn   # the driver's: its errors name the database
             try:
-                with _backend_for(conn).queue_schema_named(conn):
+                with connections.backend_for(conn)[0].queue_schema_named(conn):
                     return action(store)
             except driver_errors():
                 self._store = None

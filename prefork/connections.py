@@ -1,0 +1,102 @@
+"""The application's connection, as prefork.enqueue() and prefork.notify() take it,
+and the store module that speaks its dialect:
+
+- a DB-API connection of sqlite3, or of a MySQL driver of store/mysql/drivers.py
+  (PyMySQL, mysqlclient, mysql-connector-python);
+- a SQLAlchemy 2 Session (or scoped_session) or Connection on one of those: the
+  DB-API connection it holds for its transaction. The job is inserted there, so it
+  commits or rolls back with the session; nothing is committed, and no transaction
+  of our own is begun.
+
+Neither SQLAlchemy nor a driver is imported here: an object of theirs exists only
+in a process that imported them, so their classes are looked up in sys.modules
+(and a Python built without sqlite3 still runs MySQL).
+"""
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
+
+from .jobs import NewJob
+
+
+class Backend(Protocol):
+    """What enqueue(), notify() and a Client need of a store module (store/*/store.py)
+    or of a MySQL driver (store/mysql/drivers.py), given a DB-API connection."""
+
+    def enqueue_on(self, cursor: Any, new_job: NewJob) -> int: ...
+
+    def bell_key_of(self, conn: Any) -> str: ...
+
+    def queue_schema_named(self, conn: Any) -> AbstractContextManager[None]: ...
+
+
+def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
+    """For enqueue(): the backend and the DB-API connection of `conn`'s transaction. A
+    SQLAlchemy Session or Connection not in one begins it, as its own execute() would,
+    so that its commit() commits the job and its rollback() takes it back."""
+    given = conn
+    if isinstance(conn, _sqlalchemy_sessions()):
+        conn = conn.connection()   # the session's, its transaction begun if need be
+    if isinstance(conn, _sqlalchemy_connection()):
+        if not conn.in_transaction():
+            conn.begin()
+        conn = conn.connection.driver_connection
+    return backend_for(conn, caller, given)
+
+
+@contextmanager
+def outside_transaction(conn: Any, caller: str) -> Iterator[tuple[Backend, Any]]:
+    """For notify(), after the commit: the backend and a DB-API connection to the same
+    database, no transaction begun. A Session's bind lends one for the moment
+    (session.connection() would begin the session's next transaction)."""
+    given = conn
+    if isinstance(conn, _sqlalchemy_sessions()):
+        conn = conn.get_bind()
+        if not isinstance(conn, _sqlalchemy_connection()):   # an Engine
+            with conn.connect() as lent:
+                yield backend_for(lent.connection.driver_connection, caller, given)
+            return
+    if isinstance(conn, _sqlalchemy_connection()):
+        conn = conn.connection.driver_connection
+    yield backend_for(conn, caller, given)
+
+
+def backend_for(conn: Any, caller: str = "prefork.enqueue()",
+                given: Any = None) -> tuple[Backend, Any]:
+    """The backend for the DB-API connection `conn` (which `given` holds, if it is
+    SQLAlchemy's), and `conn`; TypeError naming what is accepted for anything else."""
+    sqlite_connection = _loaded("sqlite3", "Connection")
+    if sqlite_connection is not None and isinstance(conn, sqlite_connection):
+        from .store.sqlite import store as sqlite_backend
+        return sqlite_backend, conn
+    from .store.mysql.drivers import DRIVERS, driver_of
+    driver = driver_of(conn)
+    if driver is not None:
+        return driver, conn
+    held = "" if given is None or given is conn else f", held by a {_type_name(given)}"
+    raise TypeError(f"{caller} takes a DB-API connection of "
+                    f"{', '.join(driver.name for driver in DRIVERS)} or sqlite3, or a "
+                    f"SQLAlchemy Session or Connection on one of them; got a "
+                    f"{_type_name(conn)}{held}")
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _sqlalchemy_sessions() -> Any:   # a tuple of classes: Any, not to narrow `conn`
+    found = (_loaded("sqlalchemy.orm.session", "Session"),
+             _loaded("sqlalchemy.orm.scoping", "scoped_session"))
+    return tuple(cls for cls in found if cls is not None)
+
+
+def _sqlalchemy_connection() -> Any:
+    found = _loaded("sqlalchemy.engine.base", "Connection")
+    return (found,) if found is not None else ()
+
+
+def _loaded(module: str, name: str) -> Any:
+    """The class `name` of `module` if that module was imported, else None."""
+    return getattr(sys.modules.get(module), name, None)
