@@ -68,6 +68,9 @@ class Event(enum.StrEnum):
                            "some leases of running jobs could not be extended (lost)")
     LEASES_RECOVERED = ("leases_recovered", INFO,
                         "expired leases (a vanished host's jobs) were made ready again")
+    ROLLUP_UNWRITTEN = ("rollup_unwritten", WARNING,
+                        "at its stop, the supervisor could not write its last per-minute "
+                        "counts (the database was away): the dashboard misses these jobs")
     JOB_HANDED_BACK = ("job_handed_back", INFO,
                        "a dead child's job was returned: ready again, or dead as poison")
     JOB_COMPLETED_BY_SUPERVISOR = ("job_completed_by_supervisor", INFO,
@@ -133,6 +136,14 @@ class Event(enum.StrEnum):
                                 "the supervisor exited with an error; the next change "
                                 "starts it again")
 
+    # -- Django's Tasks framework (prefork.contrib.django) -----------------------------------
+    DJANGO_READY = ("django_ready", INFO,
+                    "Django was set up in the supervisor; its tasks are registered as handlers")
+    DJANGO_MIGRATED = ("django_migrated", INFO,
+                       "manage.py migrate applied the queue's schema versions to a database")
+    DJANGO_TASK_ERROR_UNSAVED = ("django_task_error_unsaved", WARNING,
+                                 "a failed task attempt's error could not be written for "
+                                 "get_result() (the failure itself is recorded)")
 
 _BY_NAME = {member.value: member for member in Event}
 

@@ -1,5 +1,6 @@
 """What several commands do with the loaded config: open a checked store, import
-the application's handlers."""
+the application's handlers (with --django, on the Django project's database and
+with its tasks: prefork.contrib.django.runner)."""
 import logging
 from typing import TYPE_CHECKING
 
@@ -16,9 +17,16 @@ EXAMPLE_APP = "prefork.examples"
 
 def checked_store(config: Config) -> "Store":
     """The store, after checking that its schema is current."""
-    store = open_store(config)
+    store = open_store(with_django(config))
     store.check_schema()
     return store
+
+
+def with_django(config: Config) -> Config:
+    """The config, its database and queues taken from Django's when a Django settings
+    module is named (Django set up once); as it is otherwise."""
+    from ..contrib.django import runner   # imports no Django by itself
+    return runner.configured(config) if runner.settings_module(config) else config
 
 
 def import_handlers(config: Config) -> None:
@@ -30,13 +38,19 @@ def import_handlers(config: Config) -> None:
     """
     # Imported here, not at the top: the metrics server and croniter come with
     # it, and `run` takes its signals only once this module is loaded.
+    from ..contrib.django import runner
     from ..observers import schedules
     apps = config.app
-    if not apps and config.source("dsn") == "default":
+    django = runner.settings_module(config)
+    if django:
+        runner.configured(config)   # Django set up, its tasks registered
+    elif not apps and config.source("dsn") == "default":
         apps = [EXAMPLE_APP]
         logs.event("example_handlers", level=logging.WARNING, app=EXAMPLE_APP,
                    note="no --app given: running the shipped example handlers")
     registry.import_apps(apps)
     schedules.validate(config)   # [command:*] types, then [schedule:*]
+    if django:
+        runner.load_tasks(config)   # last: no Django connection left open for a fork
     if not registry.registered_types():
         raise UserError("no job handlers registered: name your handler module(s) with --app")

@@ -8,7 +8,7 @@ from ..settings import BY_NAME
 from ..store import create_embedded
 from ..supervisor import reloader, startup
 from .exit_codes import ExitCode
-from .helpers import import_handlers
+from .helpers import import_handlers, with_django
 from .parser import command
 
 
@@ -20,6 +20,7 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
             reloader.refuse_under_systemd(dict(os.environ))
             return reloader.Watcher(_run_args(args), config.path).run()
         from ..supervisor.loop import Supervisor
+        config = with_django(config)   # --django: the queue on the project's database
         with reloader.reporting_files(config.app):
             import_handlers(config)
         create_embedded(config)   # a SQLite file: the workers' children find it ready

@@ -1,0 +1,87 @@
+"""TaskBackend: Django's Tasks framework on the prefork queue.
+
+    TASKS = {"default": {"BACKEND": "prefork.contrib.django.TaskBackend",
+                         "QUEUES": ["default", "emails"],
+                         "OPTIONS": {"database": "default"}}}
+
+`task.enqueue()` inserts the job through Django's connection for OPTIONS["database"],
+inside the current transaction.atomic() (a rollback leaves no job), and rings this
+host's idle workers once the transaction commits. Django's priorities (-100..100,
+larger first) are the queue's negated (smaller first): 100 -> -100, 0 -> 0.
+"""
+import functools
+import logging
+from datetime import datetime, timezone as dt_timezone
+from typing import Any
+
+from ... import client
+from ...jobs import JOB_TYPE_PATTERN, QUEUE_PATTERN
+from . import compat, execution, results
+from .options import Options
+
+logger = logging.getLogger("prefork.contrib.django")
+
+
+class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
+    supports_defer = True
+    supports_async_task = True   # run with asyncio.run() in the worker
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self.prefork_options = Options.parsed(alias, self.options)
+        self.database = self.prefork_options.database
+        for queue in sorted(self.queues):
+            if not QUEUE_PATTERN.fullmatch(queue):
+                from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped, import-not-found, unused-ignore]
+                raise ImproperlyConfigured(f"TASKS[{alias!r}]['QUEUES'] has {queue!r}: a "
+                                           "queue name is 1-64 of A-Z a-z 0-9 _ . : -")
+
+    def validate_task(self, task: Any) -> None:
+        """The framework's checks, then ours: the module path is the job type. Every
+        task built for this backend passes here, which registers it as a handler."""
+        super().validate_task(task)
+        if not JOB_TYPE_PATTERN.fullmatch(task.module_path):
+            raise compat.InvalidTask(f"Task path {task.module_path!r} is not a job type "
+                                     "(1-128 of A-Z a-z 0-9 _ . : -)")
+        execution.register(task, self)
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
+        from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
+        self.validate_task(task)
+        enqueued_at = timezone.now()
+        result = compat.TaskResult(   # normalises args and kwargs, or raises TypeError
+            task=task, id="", status=compat.TaskResultStatus.READY, enqueued_at=enqueued_at,
+            started_at=None, last_attempted_at=None, finished_at=None, args=args,
+            kwargs=kwargs, backend=self.alias, errors=[], worker_ids=[])
+        payload = {"args": result.args, "kwargs": result.kwargs, "priority": task.priority,
+                   "enqueued_at": execution.stamp(_utc(enqueued_at))}
+        with transaction.atomic(using=self.database):
+            raw = connections[self.database].connection   # atomic() has connected it
+            job_id = client.enqueue(
+                raw, task.module_path, payload, queue=task.queue_name, priority=-task.priority,
+                run_at=_utc(task.run_after) if task.run_after else None,
+                max_attempts=self.prefork_options.max_attempts)
+            transaction.on_commit(functools.partial(_ring, raw, task.queue_name),
+                                  using=self.database, robust=True)
+        object.__setattr__(result, "id", str(job_id))
+        compat.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        return results.read(self.alias, self.database, result_id)
+
+
+def _ring(raw_connection: Any, queue: str) -> None:
+    """After the commit: wake an idle worker of this host for the new job."""
+    client.notify(raw_connection, queue)
+
+
+def _utc(moment: datetime) -> datetime:
+    """A Django time as naive UTC (a naive one is in Django's current time zone)."""
+    from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment)
+    return moment.astimezone(dt_timezone.utc).replace(tzinfo=None)

@@ -1,0 +1,180 @@
+"""The worker's side: a Django task registered as the prefork handler of its module
+path, run with the framework's TaskResult, context and signals; its outcome written
+where get_result() reads it.
+
+A successful attempt's return value is written in the transaction that marks the
+job done (job.transaction()); a failed attempt's exception class (and traceback, if
+the OPTIONS allow it) through Django's connection before the worker records the
+failure and decides on a retry.
+"""
+import asyncio
+import inspect
+import json
+import logging
+import traceback
+from datetime import datetime, timezone
+from typing import Any
+
+from ... import registry
+from ...errors import PermanentError, RejectedJob
+from ...jobs import Job
+from ...logs import current_host_pid, event
+from . import compat
+from .options import Options
+from .queries import INSERT_RESULT
+
+TRACEBACK_CHARS = 20_000   # a stored traceback keeps its last lines within this
+
+
+class ResultRefused(RejectedJob):
+    """The return value cannot be stored (not JSON, or over max_result_bytes): the
+    task fails for good, since running it again returns the same."""
+
+
+class KnownTask:
+    """A task of a TaskBackend, as the handler of its job type."""
+
+    def __init__(self, task: Any, backend: Any) -> None:
+        self.task = task
+        self.alias: str = backend.alias          # the TASKS alias
+        self.options: Options = backend.prefork_options
+        self.sender: type = type(backend)        # what the signals name as their sender
+
+    def __call__(self, job: Job) -> None:
+        Attempt(self, job).run()
+
+
+# module path -> its task: the registry get_result() and the worker look tasks up in.
+_KNOWN: dict[str, KnownTask] = {}
+
+
+def register(task: Any, backend: Any) -> None:
+    """Make `task` the handler of jobs of its module path (the first one seen: the
+    copies `task.using(...)` makes run the same function)."""
+    path = task.module_path
+    if path not in _KNOWN:
+        _KNOWN[path] = known = KnownTask(task, backend)
+        registry.handler(path)(known)
+
+
+def known(path: str) -> KnownTask | None:
+    return _KNOWN.get(path)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def stamp(moment: datetime) -> str:
+    """Naive UTC as the results table takes it on both dialects."""
+    return moment.isoformat(sep=" ", timespec="microseconds")
+
+
+def class_path(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__qualname__}"
+
+
+class Attempt:
+    """One run of a task in the worker."""
+
+    def __init__(self, known_task: KnownTask, job: Job) -> None:
+        self.known = known_task
+        self.job = job
+        self.worker = current_host_pid()
+        self.started = utc_now()
+        payload = job.payload
+        task = known_task.task.using(queue_name=job.queue,
+                                     priority=payload.get("priority", compat.DEFAULT_TASK_PRIORITY))
+        self.result = compat.TaskResult(
+            task=task, id=str(job.id), status=compat.TaskResultStatus.RUNNING,
+            enqueued_at=aware(payload.get("enqueued_at")), started_at=aware(self.started),
+            last_attempted_at=aware(self.started), finished_at=None,
+            args=payload.get("args", []), kwargs=payload.get("kwargs", {}),
+            backend=known_task.alias, errors=[],
+            # attempts is len(worker_ids): the context's attempt number is the job's.
+            worker_ids=[self.worker] * job.attempt)
+
+    def run(self) -> None:
+        compat.task_started.send(sender=self.known.sender, task_result=self.result)
+        try:
+            text = self.returned_json(self.call())
+        except Exception as exc:
+            self.failed(exc)
+            raise
+        with self.job.transaction() as cursor:
+            cursor.execute(INSERT_RESULT, self.row(return_value=text))
+        self.finish(compat.TaskResultStatus.SUCCESSFUL, return_value=json.loads(text))
+
+    def call(self) -> Any:
+        task, result = self.result.task, self.result
+        args = [compat.TaskContext(task_result=result), *result.args] \
+            if task.takes_context else list(result.args)
+        if inspect.iscoroutinefunction(task.func):
+            return asyncio.run(task.func(*args, **result.kwargs))
+        return task.func(*args, **result.kwargs)
+
+    def returned_json(self, value: Any) -> str:
+        try:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ResultRefused(f"return value is not JSON: {type(exc).__name__}") from None
+        size = len(text.encode("utf-8"))
+        limit = self.known.options.max_result_bytes
+        if size > limit:
+            raise ResultRefused(f"return value is {size} bytes, over the limit of {limit} "
+                                "(OPTIONS max_result_bytes)")
+        return text
+
+    def failed(self, exc: Exception) -> None:
+        """Record the attempt's error; the task reads FAILED once no retry follows."""
+        text = _bounded_traceback(exc) if self.known.options.store_traceback else ""
+        error = compat.TaskError(exception_class_path=class_path(exc), traceback=text)
+        self.result.errors.append(error)
+        self.save_error(error)
+        if isinstance(exc, PermanentError) or self.job.attempt >= self.job.max_attempts:
+            self.finish(compat.TaskResultStatus.FAILED)
+
+    def save_error(self, error: Any) -> None:
+        from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
+        database = self.known.options.database
+        try:
+            with transaction.atomic(using=database), connections[database].cursor() as cursor:
+                cursor.execute(INSERT_RESULT, self.row(error=error))
+        except Exception as exc:   # the failure itself is still recorded by the worker
+            event("django_task_error_unsaved", level=logging.WARNING, job_id=self.job.id,
+                  error=type(exc).__name__)
+
+    def row(self, return_value: str | None = None, error: Any = None) -> tuple[Any, ...]:
+        return (self.job.id, self.job.attempt, self.worker, stamp(self.started),
+                stamp(utc_now()), return_value,
+                error.exception_class_path if error else None, error.traceback if error else None)
+
+    def finish(self, status: Any, return_value: Any = None) -> None:
+        object.__setattr__(self.result, "status", status)
+        object.__setattr__(self.result, "finished_at", aware(utc_now()))
+        object.__setattr__(self.result, "_return_value", return_value)
+        compat.task_finished.send(sender=self.known.sender, task_result=self.result)
+
+
+def _bounded_traceback(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return text[-TRACEBACK_CHARS:]
+
+
+def aware(moment: datetime | str | None) -> datetime | None:
+    """A naive UTC time (or its ISO text) as Django wants it under its USE_TZ."""
+    if moment is None:
+        return None
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    from django.conf import settings  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from django.utils import timezone as django_timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    aware = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    if settings.USE_TZ:
+        return aware
+    return django_timezone.make_naive(aware)
+
+
+def registered() -> list[str]:
+    """The module paths of the tasks registered as handlers."""
+    return sorted(_KNOWN)

@@ -1,0 +1,99 @@
+"""get_result(): a job's row and its attempts' rows read through Django's connection,
+as the framework's TaskResult."""
+import json
+from datetime import datetime
+from typing import Any, NamedTuple, Sequence
+
+from ...jobs import JobStatus
+from . import compat, execution
+from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
+
+STATUS = {JobStatus.READY: "READY", JobStatus.RESERVED: "RUNNING",
+          JobStatus.DONE: "SUCCESSFUL", JobStatus.DEAD: "FAILED"}
+
+
+class JobRow(NamedTuple):
+    job_type: str
+    queue: str
+    payload: str
+    status: str
+    attempts: int
+    locked_by: str | None
+    created_at: Any
+    updated_at: Any
+    finished_at: Any
+
+
+class AttemptRow(NamedTuple):
+    worker: str
+    started_at: Any
+    return_value: str | None
+    exception_class_path: str | None
+    traceback: str | None
+
+
+def read(backend_alias: str, database: str, result_id: str) -> Any:
+    """The TaskResult of job `result_id`; TaskResultDoesNotExist when there is no such
+    job or it is no task of this backend (plain prefork jobs share the table)."""
+    from django.db import connections  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    job_id = _job_id(result_id)
+    with connections[database].cursor() as cursor:
+        cursor.execute(JOB_OF_RESULT, [job_id])
+        found = cursor.fetchone()
+        known = execution.known(found[0]) if found else None
+        if found is None or known is None or known.alias != backend_alias:
+            raise compat.TaskResultDoesNotExist(f"no task result {result_id!r} in backend "
+                                                f"{backend_alias!r}")
+        cursor.execute(ATTEMPTS_OF_RESULT, [job_id])
+        attempts = [AttemptRow(*row) for row in cursor.fetchall()]
+    return _result(known, result_id, JobRow(*found), attempts)
+
+
+def _job_id(result_id: str) -> int:
+    text = str(result_id)
+    if not text.isdigit() or len(text) > 20:
+        raise compat.TaskResultDoesNotExist(f"no task result {result_id!r}: ids are job ids")
+    return int(text)
+
+
+def _result(known: "execution.KnownTask", result_id: str, job: JobRow,
+            attempts: Sequence[AttemptRow]) -> Any:
+    payload = json.loads(job.payload)
+    status = JobStatus(job.status)
+    task = known.task.using(queue_name=job.queue,
+                            priority=payload.get("priority", compat.DEFAULT_TASK_PRIORITY))
+    running = status is JobStatus.RESERVED
+    starts = [_time(row.started_at) for row in attempts] + ([_time(job.updated_at)] if running
+                                                            else [])
+    result = compat.TaskResult(
+        task=task, id=result_id, status=compat.TaskResultStatus[STATUS[status]],
+        enqueued_at=execution.aware(_time(job.created_at)),
+        started_at=execution.aware(starts[0] if starts else None),
+        last_attempted_at=execution.aware(starts[-1] if starts else None),
+        finished_at=execution.aware(_time(job.finished_at)) if status in (
+            JobStatus.DONE, JobStatus.DEAD) else None,
+        args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=known.alias,
+        errors=[compat.TaskError(exception_class_path=row.exception_class_path,
+                                 traceback=row.traceback or "")
+                for row in attempts if row.exception_class_path],
+        worker_ids=_worker_ids(job, attempts, running))
+    done = [row.return_value for row in attempts if row.return_value is not None]
+    if status is JobStatus.DONE and done:
+        object.__setattr__(result, "_return_value", json.loads(done[-1]))
+    return result
+
+
+def _worker_ids(job: JobRow, attempts: Sequence[AttemptRow], running: bool) -> list[str]:
+    """One entry per attempt (the framework counts attempts as len(worker_ids)): the
+    workers that recorded one, the current claimer for the running attempt, and the
+    last claimer for attempts that left no row (their worker died)."""
+    workers = [row.worker for row in attempts] + ([job.locked_by or ""] if running else [])
+    missing = max(0, job.attempts - len(workers))
+    return workers + [job.locked_by or ""] * missing
+
+
+def _time(value: Any) -> datetime | None:
+    """A stored time (MySQL's DATETIME, or SQLite's text) as a naive UTC datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))

@@ -1,0 +1,82 @@
+"""manage.py pq ...: what tests/test_django.py does in the project, printed as JSON."""
+import json
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.utils import timezone
+
+from shop import tasks
+from shop.models import Order, Trace
+
+
+class Rollback(Exception):
+    pass
+
+
+class Command(BaseCommand):
+    help = "Enqueue and read tasks of the test project."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True)
+        order = sub.add_parser("order")
+        order.add_argument("name")
+        order.add_argument("--rollback", action="store_true")
+        enqueue = sub.add_parser("enqueue")
+        enqueue.add_argument("task")
+        enqueue.add_argument("values", nargs="*", type=json.loads)
+        enqueue.add_argument("--priority", type=int)
+        enqueue.add_argument("--delay", type=float)
+        enqueue.add_argument("--queue")
+        result = sub.add_parser("result")
+        result.add_argument("id")
+        sub.add_parser("orders")
+        sub.add_parser("traces")
+
+    def handle(self, *args, action, **options):
+        print(json.dumps(getattr(self, action)(**options)))
+
+    def order(self, name, rollback, **_):
+        """An order saved and its task enqueued in one transaction."""
+        found = {}
+        try:
+            with transaction.atomic():
+                order = Order.objects.create(name=name)
+                found["id"] = tasks.mark_order.enqueue(order.id).id
+                found["order"] = order.id
+                if rollback:
+                    raise Rollback()
+        except Rollback:
+            pass
+        return found
+
+    def enqueue(self, task, values, priority, delay, queue, **_):
+        chosen = getattr(tasks, task)
+        changes = {"priority": priority, "queue_name": queue,
+                   "run_after": timezone.now() + timedelta(seconds=delay) if delay else None}
+        chosen = chosen.using(**{key: value for key, value in changes.items() if value is not None})
+        return {"id": chosen.enqueue(*values).id}
+
+    def result(self, id, **_):
+        result = tasks.mark_order.get_backend().get_result(id)
+        shown = {"status": str(result.status), "attempts": result.attempts,
+                 "task": result.task.module_path, "queue": result.task.queue_name,
+                 "priority": result.task.priority, "args": result.args,
+                 "errors": [error.exception_class_path for error in result.errors],
+                 "tracebacks": [error.traceback for error in result.errors],
+                 "worker_ids": result.worker_ids}
+        for name in ("enqueued_at", "started_at", "last_attempted_at", "finished_at"):
+            moment = getattr(result, name)
+            shown[name] = moment.isoformat() if moment else None
+        if result.status == "SUCCESSFUL":
+            shown["return_value"] = result.return_value
+        result.refresh()   # the framework's refresh() goes through get_result() too
+        return shown
+
+    def orders(self, **_):
+        return [{"id": order.id, "name": order.name, "marked_by": order.marked_by}
+                for order in Order.objects.order_by("id")]
+
+    def traces(self, **_):
+        return [{"label": trace.label, "pid": trace.pid, "connection_id": trace.connection_id}
+                for trace in Trace.objects.order_by("id")]

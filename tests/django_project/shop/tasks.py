@@ -1,0 +1,57 @@
+"""The tasks the tests enqueue (their module paths are their job types)."""
+import asyncio
+import os
+
+from django.db import connection
+
+from .models import Order, Trace
+
+try:
+    from django.tasks import task
+except ImportError:   # Django < 6: the backport
+    from django_tasks import task
+
+
+@task
+def mark_order(order_id):
+    Order.objects.filter(id=order_id).update(marked_by=os.getpid())
+    return {"order": order_id, "pid": os.getpid()}
+
+
+@task
+def always_fails():
+    raise ValueError("card 4111 declined")   # a message that must not be stored
+
+
+@task(takes_context=True)
+def fails_first(context):
+    """Fails its first attempt, succeeds on the next: returns the attempt number."""
+    if context.attempt < 2:
+        raise RuntimeError("first attempt")
+    return context.attempt
+
+
+@task(queue_name="emails")
+def record(label):
+    Trace.objects.create(label=label, pid=os.getpid(), connection_id=connection_id())
+    return label
+
+
+@task
+async def async_double(number):
+    await asyncio.sleep(0)
+    return number * 2
+
+
+@task
+def big_result(size):
+    return "x" * size
+
+
+def connection_id():
+    """The server's id of this process's Django connection (None on SQLite)."""
+    if connection.vendor != "mysql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT CONNECTION_ID()")
+        return cursor.fetchone()[0]
