@@ -102,7 +102,7 @@ class LifeCycleRules(RuleBasedStateMachine):
             known = self.model.keys.get((new.queue, new.key)) if new.key else None
             job_id = self.store.enqueue(new)
             if known is not None:
-                assert job_id == known, f"key {new.key!r} of queue {new.queue}: {job_id}, not {known}"
+                assert job_id == known, f"key {new.key!r} of {new.queue}: {job_id}, not {known}"
                 self.tally["enqueue same key"] += 1
             else:
                 assert job_id > self.model.max_id, f"new job {job_id} reuses an id"
