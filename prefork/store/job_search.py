@@ -191,29 +191,24 @@ def find_page(reader: PageReader, job_filter: JobFilter, after_id: int | None,
         "limit": limit + 1}
     with reader.snapshot():
         if has_time_range(job_filter):
-            bounds = _id_bounds(reader, created_from, created_to)
-            if bounds is None:
-                return JobPage([], None)
-            params["id_min"], params["before"] = bounds[0], min(params["before"], bounds[1])
+            params["id_min"], high = _id_bounds(reader, created_from, created_to)
+            params["before"] = min(params["before"], high)
         reads = [reader.read_page(path, {**params, "status": status})
                  for status in statuses_to_read(job_filter, path)]
     return merge_page(reads, limit)
 
 
 def _id_bounds(reader: PageReader, created_from: datetime,
-               created_to: datetime) -> tuple[int, int] | None:
-    """[low, high) of the ids of jobs created in [created_from, created_to), widened by
-    CREATED_SLACK; None when no job can be in it."""
-    low = 0
+               created_to: datetime) -> tuple[int, int]:
+    """[low, high) holding the ids of every job created in [created_from, created_to):
+    ids out of creation order by less than CREATED_SLACK, a job created before
+    created_from - slack has a lower id than any of them, one created from
+    created_to + slack on a higher one."""
+    low, high = 0, ID_CEILING
     if created_from > EARLIEST:
-        first = reader.created_id(True, created_from - CREATED_SLACK)
-        if first is None:
-            return None
-        low = first
-    high = ID_CEILING
+        before = reader.created_id(False, created_from - CREATED_SLACK)
+        low = 0 if before is None else before + 1
     if created_to < LATEST:
-        last = reader.created_id(False, created_to + CREATED_SLACK)
-        if last is None:
-            return None
-        high = last + 1
+        after = reader.created_id(True, created_to + CREATED_SLACK)
+        high = ID_CEILING if after is None else after
     return low, high

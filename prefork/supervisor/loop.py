@@ -131,6 +131,7 @@ class Supervisor:
                 break
             self._wait()
         self.upkeep.flush_hand_backs()
+        self.upkeep.flush_rollup()
         self.upkeep.leave()
         self.upkeep.close()
         if self.bell:
@@ -241,6 +242,7 @@ class Supervisor:
 
     def _jobs_finished(self, finished_jobs: list[FinishedJob]) -> None:
         for finished in finished_jobs:
+            self.upkeep.rollup.count(finished, self.upkeep.process_id)
             self.done += finished.outcome is Outcome.DONE
             self.dead += finished.outcome is Outcome.DEAD
             self._notify("job_finished", job_id=finished.job.lease.job_id, type=finished.job.type,
@@ -257,6 +259,8 @@ class Supervisor:
         status_text = describe_status(status)
         if status_text == f"exit code {child_module.FATAL_EXIT}":
             child.charge_job = False   # the database failed the worker, not the job
+        if child.job is not None and child.charge_job:   # a failed attempt, for the rollup
+            self.upkeep.rollup.crash(child.job, self.upkeep.process_id)
         self._jobs_finished(leases.hand_back_all(self.upkeep, child,
                                                  child.kill_reason or status_text))
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
@@ -291,6 +295,7 @@ class Supervisor:
                                                           now))
         self.upkeep.recover_when_due(now)
         self.upkeep.flush_hand_backs()
+        self.upkeep.write_rollup_when_due(now)
         if self.upkeep.beat_when_due(now, self.target, self.pool.describe(now)):
             self.pool.generation += 1   # rejoined under a new id: roll the children onto it
         control = self.upkeep.control_when_due(now)

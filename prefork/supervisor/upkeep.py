@@ -1,5 +1,6 @@
 """The parent's own database work: lease extension, hand-backs of dead children's
-jobs, lease recovery, and the pool's one look for ready jobs.
+jobs, lease recovery, the pool's one look for ready jobs, and the dashboard's
+per-minute rollup (rollup.py counts, this writes once a minute).
 
 The connection is the parent's alone (children abandon their inherited copy).
 When the database goes away, the parent carries on: the connection is
@@ -21,8 +22,10 @@ from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
 from ..store.contract import HeldJob, QueueFigures, Store
+from ..store.views import MinuteCounts
 from .children import RunningJob
 from .decisions import holder_may_run
+from .rollup import Rollup, utc_minute
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
@@ -69,6 +72,8 @@ class Upkeep:
         self.handed_back_dead = 0   # jobs a worker's death sent to dead (poison, out of attempts)
         self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
         self.process_id = 0   # our id in the process registry once registered (ids start at 1)
+        self.rollup = Rollup()
+        self.next_rollup_at = 0.0   # monotonic: the next minute's start
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -125,6 +130,7 @@ class Upkeep:
             if status is False:
                 return
             self.pending_hand_backs.pop(0)
+            self.rollup.handed_back(lease.job_id, status)
             if status:
                 self.handed_back_dead += status == JobStatus.DEAD
                 event("job_handed_back", job_id=lease.job_id, status=status, cause=cause,
@@ -142,6 +148,34 @@ class Upkeep:
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job (a schedule's tick); its id, or False when the database is away."""
         return self._with_store(lambda store: store.enqueue(new_job))
+
+    def write_rollup_when_due(self, now: float) -> None:
+        """Once a minute, write the rollup's minutes that are over; what a failed write
+        kept waits for the next minute."""
+        if now < self.next_rollup_at:
+            return
+        self.next_rollup_at = now + 60.0 - time.time() % 60.0
+        self._write_rollup(self.rollup.due(utc_minute()))
+
+    def flush_rollup(self) -> None:
+        """At a clean stop: write every count kept, the last partial minute too (one
+        try, reconnecting at once if need be); log what could not be written."""
+        self.retry_at = 0.0
+        due = self.rollup.due(None)
+        if not self._write_rollup(due):
+            event("rollup_unwritten", level=logging.WARNING, jobs=sum(
+                row.done + row.failed for rows in due.values() for row in rows))
+
+    def _write_rollup(self, due: dict[int, list[MinuteCounts]]) -> bool:
+        """Write counts by process id, forgetting each once written; False when the
+        database failed (the rest stay for the next write)."""
+        host = socket.gethostname()
+        for process_id, counts in due.items():
+            if self._with_store(lambda store: store.write_minutes(
+                    process_id, host, counts)) is False:
+                return False
+            self.rollup.written(process_id, counts)
+        return True
 
     # -- the registry and control of many hosts ---------------------------------------
 

@@ -65,8 +65,9 @@ FIND_BY_ID = (
     " AND (%(key_pattern)s IS NULL OR idempotency_key LIKE %(key_pattern)s ESCAPE '!')"
     " AND created_at >= %(created_from)s AND created_at < %(created_to)s")
 
-# The id bounds of a time range (each widened by job_search.CREATED_SLACK): the
-# first job created from %(since)s on, the last one created before %(until)s.
+# The id bounds of a time range (job_search._id_bounds): the first job created
+# from %(since)s on (the range's end + slack), the last one created before
+# %(until)s (its start - slack).
 FIRST_CREATED_FROM = (
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_created)"
     " WHERE created_at >= %(since)s ORDER BY created_at, id LIMIT 1")

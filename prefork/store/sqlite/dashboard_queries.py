@@ -59,8 +59,9 @@ FIND_BY_ID = (
     " AND (:key_high IS NULL OR idempotency_key < :key_high)))"
     " AND created_at >= :created_from AND created_at < :created_to")
 
-# The id bounds of a time range (each widened by job_search.CREATED_SLACK): the
-# first job created from :since on, the last one created before :until.
+# The id bounds of a time range (job_search._id_bounds): the first job created
+# from :since on (the range's end + slack), the last one created before :until
+# (its start - slack).
 FIRST_CREATED_FROM = (
     "SELECT id FROM prefork_jobs INDEXED BY ix_prefork_jobs_created"
     " WHERE created_at >= :since ORDER BY created_at, id LIMIT 1")
