@@ -31,8 +31,10 @@ from prefork.store import open_store
 from prefork.wakeups.doorbell import bell_directory
 
 DRIVERS = ("pymysql", "mysqldb", "mysqlconnector", "sqlite3")
-# How the application holds the connection: the driver's own, or SQLAlchemy's.
-HOLDERS = ("dbapi", "sqlalchemy_connection", "sqlalchemy_session", "sqlalchemy_scoped_session")
+# How the application holds the connection: the driver's own, or SQLAlchemy's (a
+# Session on an Engine, or on a Connection the application opened: its bind then).
+HOLDERS = ("dbapi", "sqlalchemy_connection", "sqlalchemy_session", "sqlalchemy_scoped_session",
+           "sqlalchemy_session_on_connection")
 VARIANTS = [(driver, holder) for driver in DRIVERS for holder in HOLDERS] + \
     [("mysqlconnector_pooled", "dbapi")]   # a connection lent by the driver's own pool
 SQLALCHEMY_SCHEME = {"pymysql": "mysql+pymysql", "mysqldb": "mysql+mysqldb",
@@ -108,6 +110,9 @@ def application(driver, holder, where):
                 yield Application(conn, None)
         elif holder == "sqlalchemy_session":
             with Session(engine) as session:
+                yield Application(session, None)
+        elif holder == "sqlalchemy_session_on_connection":
+            with engine.connect() as conn, Session(bind=conn) as session:
                 yield Application(session, None)
         else:
             scoped = scoped_session(sessionmaker(engine))
