@@ -2,8 +2,8 @@
 
 StoreMachine, a hypothesis RuleBasedStateMachine, drives random sequences of
 enqueues (with and without keys, delayed, prioritized, on several queues),
-batched claims by several workers of several supervisors, completions (one,
-many, with the next claim, in job.transaction()), failures (retry, permanent,
+batched claims by several workers (on two connections) of several supervisors,
+completions (one, many, with the next claim, in job.transaction()), failures (retry, permanent,
 out of attempts), releases, extensions, lease expiry and recovery, supervisor
 pruning, hand-backs after a worker's death, retry and discard of dead jobs and
 pause/resume against the REAL store, and after every step checks the whole
@@ -41,7 +41,7 @@ import os
 import tempfile
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pymysql
 from hypothesis import HealthCheck, settings
@@ -59,6 +59,7 @@ from prefork.store import create_embedded, open_store
 BACKENDS = ("sqlite", "mariadb", "mysql")   # mariadb/mysql: the `dialect` setting, on MariaDB
 SILENCE = 3600.0                # prune_silent()'s threshold
 MAX_SUPERVISORS = 4
+CONNECTIONS = 2                 # stores (connections) on one queue: workers use them in turn
 SERVER = {"host": os.environ.get("PREFORK_TEST_DB_HOST", "127.0.0.1"),
           "port": int(os.environ.get("PREFORK_TEST_DB_PORT", "3306")),
           "user": os.environ.get("PREFORK_TEST_DB_USER", "root")}
@@ -208,42 +209,47 @@ class StoreMachine(LifeCycleRules):
         assert all("payload" not in row for row in dead)
 
 
-def run(store, examples, steps, tally, **options):
-    """Drive `examples` random sequences of up to `steps` steps each against `store`
-    (whose queue tables each sequence empties first)."""
+def run(stores, examples, steps, tally, **options):
+    """Drive `examples` random sequences of up to `steps` steps each against `stores`,
+    connections to one queue (whose tables each sequence empties first)."""
     chosen = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
                       suppress_health_check=list(HealthCheck), **options)
-    run_state_machine_as_test(lambda: StoreMachine(store, tally), settings=chosen)
+    run_state_machine_as_test(lambda: StoreMachine(stores, tally), settings=chosen)
 
 
 @contextmanager
-def fresh_store(backend, folder):
-    """A store on a new, migrated database of `backend`: a SQLite file in `folder`, or
-    a database on the MariaDB server at SERVER spoken to in dialect `backend`; the
-    database is removed afterwards."""
+def fresh_stores(backend, folder):
+    """CONNECTIONS stores on a new, migrated database of `backend`: a SQLite file in
+    `folder`, or a database on the MariaDB server at SERVER spoken to in dialect
+    `backend`; the database is removed afterwards."""
     if backend == "sqlite":
         config = config_module.load({"dsn": f"sqlite:///{folder}/model.db"}, environ={})
         create_embedded(config)
-        store = open_store(config)
-        try:
-            yield store
-        finally:
-            store.close()
+        with opened(config) as stores:
+            yield stores
         return
     name = f"pq_model_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     admin = pymysql.connect(password="", autocommit=True, **SERVER)
     try:
         admin.cursor().execute(f"CREATE DATABASE `{name}`")
         dsn = f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{name}"
-        store = open_store(config_module.load({"dsn": dsn, "dialect": backend}, environ={}))
-        try:
-            store.migrate()
-            yield store
-        finally:
-            store.close()
+        with opened(config_module.load({"dsn": dsn, "dialect": backend}, environ={})) as stores:
+            stores[0].migrate()
+            yield stores
     finally:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
         admin.close()
+
+
+@contextmanager
+def opened(config):
+    """CONNECTIONS stores opened with `config`, closed afterwards."""
+    with ExitStack() as stack:
+        stores = []
+        for _ in range(CONNECTIONS):
+            stores.append(open_store(config))
+            stack.callback(stores[-1].close)
+        yield stores
 
 
 def main(argv=None):
@@ -257,10 +263,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for backend in args.backend or BACKENDS:
         tally, started = Tally(), time.monotonic()
-        with tempfile.TemporaryDirectory() as folder, fresh_store(backend, folder) as store:
+        with tempfile.TemporaryDirectory() as folder, fresh_stores(backend, folder) as stores:
             while tally.steps < args.steps:
                 left = args.steps - tally.steps
-                run(store, max(1, left // args.steps_per_sequence), args.steps_per_sequence, tally)
+                run(stores, max(1, left // args.steps_per_sequence), args.steps_per_sequence,
+                    tally)
         print(f"{backend}: {tally.steps} steps in {tally['examples']} sequences, "
               f"{time.monotonic() - started:.1f} s, nothing found; {tally.summary()}", flush=True)
     return 0

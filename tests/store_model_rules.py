@@ -36,13 +36,16 @@ DELAY = st.sampled_from((0.0, FAR))            # of a retry's or hand-back's bac
 class LifeCycleRules(RuleBasedStateMachine):
     """The rules of a job's life cycle."""
 
-    def __init__(self, store, tally):
+    def __init__(self, stores, tally):
+        """stores: connections to one queue; the first is the supervisors' and the
+        operator's, and the workers use them in turn (see _on)."""
         super().__init__()
-        self.store, self.tally, self.model = store, tally, Model()
+        self.stores, self.store, self.tally, self.model = stores, stores[0], tally, Model()
         self.leases = []    # every Job a claim handed out in this sequence, held or stale
+        self.claimed_on = {}   # lease -> the store (connection) of the worker that claimed it
         tally["examples"] += 1
         for statement in CLEAR:   # cheaper than a new database per sequence
-            raw(store, statement)
+            raw(self.store, statement)
 
     # -- choosing ------------------------------------------------------------------------
 
@@ -60,6 +63,10 @@ class LifeCycleRules(RuleBasedStateMachine):
     def _leases(self, picks):
         return list({job.lease: job for job in map(self._lease, picks)}.values())
 
+    def _on(self, worker):
+        """The store (connection) a worker uses."""
+        return self.stores[WORKERS.index(worker) % len(self.stores)]
+
     def _supervisor(self, pick):
         ids = sorted(self.model.supervisors)
         return ids[(pick - 1) % len(ids)] if pick and ids else None
@@ -75,6 +82,7 @@ class LifeCycleRules(RuleBasedStateMachine):
                 was.max_attempts, was.crashes), f"job {job.id} as claimed"
             self.model.reserve(job.id, job.lease_token, worker, process_id)
             self.leases.append(job)
+            self.claimed_on[job.lease] = self._on(worker)
         self.tally["claimed"] += len(jobs)
 
     def _count(self, name, expected):
@@ -128,7 +136,7 @@ class LifeCycleRules(RuleBasedStateMachine):
         """short: the leases run out right after the claim (as if far too short)."""
         expected = self.model.claim_order(queues, limit)
         process_id = self._supervisor(supervisor)
-        jobs = self.store.claim(queues, worker, LEASE, limit, process_id)
+        jobs = self._on(worker).claim(queues, worker, LEASE, limit, process_id)
         assert [job.id for job in jobs] == expected, f"claim {queues} limit {limit}"
         self._took(jobs, worker, process_id)
         for job in jobs if short else ():
@@ -137,7 +145,8 @@ class LifeCycleRules(RuleBasedStateMachine):
     @precondition(lambda self: self.leases)
     @rule(picks=PICKS, how=st.sampled_from(("one", "many", "transaction")))
     def complete(self, picks, how):
-        """complete(), complete_many(), or job.transaction() (live leases only)."""
+        """complete() or job.transaction() (live leases only) by the worker that claimed
+        the job, or complete_many() by its supervisor."""
         if how == "many":
             leases = [job.lease for job in self._leases(picks)]
             done = self._completable(leases)
@@ -154,7 +163,7 @@ class LifeCycleRules(RuleBasedStateMachine):
 
     def _complete_one(self, job, how):
         if how == "one":
-            return self.store.complete(job)
+            return self.claimed_on[job.lease].complete(job)
         try:
             with job.transaction():
                 pass
@@ -173,8 +182,8 @@ class LifeCycleRules(RuleBasedStateMachine):
         allowed = (self.model.claim_order(queues, limit),
                    self.model.first_queue_order(queues, limit))
         process_id = self._supervisor(supervisor)
-        completed, jobs = self.store.complete_and_claim(leases, queues, worker, LEASE,
-                                                        process_id, limit)
+        completed, jobs = self._on(worker).complete_and_claim(leases, queues, worker, LEASE,
+                                                              process_id, limit)
         assert completed == expected, f"complete_and_claim completed {completed}"
         assert [job.id for job in jobs] in allowed, f"complete_and_claim claimed {queues}"
         self._took(jobs, worker, process_id)
@@ -188,7 +197,8 @@ class LifeCycleRules(RuleBasedStateMachine):
         decision = RetryPolicy(base=delay, cap=delay).decide(job.attempt, job.max_attempts,
                                                              permanent)
         expected = self.model.holds_live(job.lease)
-        assert self.store.fail(job, "ModelError", decision) == expected, f"fail job {job.id}"
+        failed = self.claimed_on[job.lease].fail(job, "ModelError", decision)
+        assert failed == expected, f"fail job {job.id}"
         self._count("fail", expected)
         if expected:
             self.model.settle(job.id, DEAD if decision.dead else READY, due=delay == 0)
@@ -199,7 +209,7 @@ class LifeCycleRules(RuleBasedStateMachine):
         """A shutdown gives back a claim it never started."""
         job = self._lease(pick)
         expected = self.model.holder(job.lease) is not None   # no live lease needed
-        assert self.store.release(job) == expected, f"release job {job.id}"
+        assert self.claimed_on[job.lease].release(job) == expected, f"release job {job.id}"
         self._count("release", expected)
         if expected:
             self.model.settle(job.id, READY, attempts_delta=-1)
@@ -207,11 +217,12 @@ class LifeCycleRules(RuleBasedStateMachine):
     @precondition(lambda self: self.leases)
     @rule(picks=PICKS)
     def extend(self, picks):
-        """extend() one lease, or extend_many() several."""
+        """extend() one lease (its worker), or extend_many() several (their supervisor)."""
         jobs = self._leases(picks)
         if len(jobs) == 1:
             expected = self.model.holds_live(jobs[0].lease)
-            assert self.store.extend(jobs[0], LEASE) == expected, f"extend job {jobs[0].id}"
+            extended = self.claimed_on[jobs[0].lease].extend(jobs[0], LEASE)
+            assert extended == expected, f"extend job {jobs[0].id}"
             return self._count("extend", expected)
         leases = [job.lease for job in jobs]
         expected = sum(self.model.holds_live(lease) or self.model.done_under(lease)
@@ -229,12 +240,12 @@ class LifeCycleRules(RuleBasedStateMachine):
         """A worker whose lease was lost (its job claimed again since) tries every
         way of finishing it: none may touch the job."""
         job = self._superseded()[index % len(self._superseded())]
-        finished = RetryPolicy().decide(job.attempt, job.max_attempts)
-        assert not self.store.complete(job) and not self.store.complete_many([job.lease])
-        assert not self.store.fail(job, "Stale", finished) and not self.store.extend(job, LEASE)
-        assert self.store.extend_many([job.lease], LEASE) == 0 and not self.store.release(job)
+        store, finished = self.claimed_on[job.lease], RetryPolicy().decide(job.attempt, job.max_attempts)
+        assert not store.complete(job) and not store.complete_many([job.lease])
+        assert not store.fail(job, "Stale", finished) and not store.extend(job, LEASE)
+        assert store.extend_many([job.lease], LEASE) == 0 and not store.release(job)
         assert not self._complete_one(job, "transaction")
-        assert self.store.hand_back(job.id, job.lease_token, "SIGKILL", RetryPolicy(), 3) is None
+        assert store.hand_back(job.id, job.lease_token, "SIGKILL", RetryPolicy(), 3) is None
         self.tally["stale worker refused"] += 1
 
     # -- leases that end without their holder ------------------------------------------------

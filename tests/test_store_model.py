@@ -8,10 +8,9 @@ step. A longer run is one command away:
 """
 import pytest
 from hypothesis import Phase
-from store_model import BACKENDS, run
+from store_model import BACKENDS, opened, run
 from store_model_state import Tally
 
-from prefork.store import open_store
 from prefork.store.sqlite import lifecycle as sqlite_lifecycle
 from prefork.store.sqlite import queries as sqlite_queries
 
@@ -21,22 +20,23 @@ SEQUENCES, STEPS = 100, 50
 
 
 @pytest.fixture(params=BACKENDS)
-def model_store(request):
-    """A store on a fresh queue of the backend: its own SQLite file, or the test
-    database on MariaDB (tables emptied) spoken to in the named dialect."""
+def model_stores(request):
+    """CONNECTIONS stores on a fresh queue of the backend: its own SQLite file, or
+    the test database on MariaDB (tables emptied) spoken to in the named dialect."""
     if request.param == "sqlite":
-        store = open_store(request.getfixturevalue("make_sqlite_config")())
+        config = request.getfixturevalue("make_sqlite_config")()
     else:
         request.getfixturevalue("clean_db")
-        store = open_store(request.getfixturevalue("make_config")(dialect=request.param))
-        assert store.dialect.value == request.param   # the dialect really spoken
-    yield store
-    store.close()
+        config = request.getfixturevalue("make_config")(dialect=request.param)
+    with opened(config) as stores:
+        if request.param != "sqlite":   # the dialect really spoken
+            assert {store.dialect.value for store in stores} == {request.param}
+        yield stores
 
 
-def test_the_store_keeps_its_contract_under_random_sequences(model_store):
+def test_the_store_keeps_its_contract_under_random_sequences(model_stores):
     tally = Tally()
-    run(model_store, SEQUENCES, STEPS, tally)
+    run(model_stores, SEQUENCES, STEPS, tally)
     assert tally.steps >= SEQUENCES * STEPS // 2, tally
     # The sequences did what they are for: claims, completions, stale leases refused.
     assert tally["claimed"] and tally["complete (one) ok"] and tally["fail refused"], tally
@@ -50,10 +50,6 @@ def test_the_property_catches_a_completion_that_ignores_lease_expiry(
     fenced_by_token_only = sqlite_queries.COMPLETE.replace(" AND lease_until > :now", "")
     assert fenced_by_token_only != sqlite_queries.COMPLETE
     monkeypatch.setattr(sqlite_lifecycle, "COMPLETE", fenced_by_token_only)
-    store = open_store(make_sqlite_config())
-    try:
-        with pytest.raises(AssertionError):
-            run(store, SEQUENCES * 5, STEPS, Tally(), database=None, report_multiple_bugs=False,
-                phases=[Phase.generate])
-    finally:
-        store.close()
+    with opened(make_sqlite_config()) as stores, pytest.raises(AssertionError):
+        run(stores, SEQUENCES * 5, STEPS, Tally(), database=None, report_multiple_bugs=False,
+            phases=[Phase.generate])
