@@ -35,14 +35,13 @@ def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
     """For enqueue(): the backend and the DB-API connection of `conn`'s transaction. A
     SQLAlchemy Session or Connection not in one begins it, as its own execute() would,
     so that its commit() commits the job and its rollback() takes it back."""
-    given = conn
     if isinstance(conn, _sqlalchemy_sessions()):
         conn = conn.connection()   # the session's, its transaction begun if need be
     if isinstance(conn, _sqlalchemy_connection()):
         if not conn.in_transaction():
             conn.begin()
         conn = conn.connection.driver_connection
-    return backend_for(conn, caller, given)
+    return backend_for(conn, caller)
 
 
 @contextmanager
@@ -50,22 +49,20 @@ def outside_transaction(conn: Any, caller: str) -> Iterator[tuple[Backend, Any]]
     """For notify(), after the commit: the backend and a DB-API connection to the same
     database, no transaction begun. A Session's bind lends one for the moment
     (session.connection() would begin the session's next transaction)."""
-    given = conn
     if isinstance(conn, _sqlalchemy_sessions()):
         conn = conn.get_bind()
         if not isinstance(conn, _sqlalchemy_connection()):   # an Engine
             with conn.connect() as lent:
-                yield backend_for(lent.connection.driver_connection, caller, given)
+                yield backend_for(lent.connection.driver_connection, caller)
             return
     if isinstance(conn, _sqlalchemy_connection()):
         conn = conn.connection.driver_connection
-    yield backend_for(conn, caller, given)
+    yield backend_for(conn, caller)
 
 
-def backend_for(conn: Any, caller: str = "prefork.enqueue()",
-                given: Any = None) -> tuple[Backend, Any]:
-    """The backend for the DB-API connection `conn` (which `given` holds, if it is
-    SQLAlchemy's), and `conn`; TypeError naming what is accepted for anything else."""
+def backend_for(conn: Any, caller: str = "prefork.enqueue()") -> tuple[Backend, Any]:
+    """The backend for the DB-API connection `conn`, and `conn`; a TypeError naming
+    what is accepted for anything else (under SQLAlchemy: naming its DB-API connection)."""
     sqlite_connection = _loaded("sqlite3", "Connection")
     if sqlite_connection is not None and isinstance(conn, sqlite_connection):
         from .store.sqlite import store as sqlite_backend
@@ -74,11 +71,10 @@ def backend_for(conn: Any, caller: str = "prefork.enqueue()",
     driver = driver_of(conn)
     if driver is not None:
         return driver, conn
-    held = "" if given is None or given is conn else f", held by a {_type_name(given)}"
     raise TypeError(f"{caller} takes a DB-API connection of "
                     f"{', '.join(driver.name for driver in DRIVERS)} or sqlite3, or a "
                     f"SQLAlchemy Session or Connection on one of them; got a "
-                    f"{_type_name(conn)}{held}")
+                    f"{_type_name(conn)}")
 
 
 def _type_name(value: Any) -> str:
