@@ -20,9 +20,10 @@
     return label;
   }
 
-  function clock(ms) {
-    const moment = new Date(ms);
-    return moment.toISOString().slice(11, 16) + " UTC";
+  // "10:15 UTC"; with the date ("11-30 10:15 UTC") on a chart of more than a few hours.
+  function clock(ms, withDate) {
+    const iso = new Date(ms).toISOString();
+    return (withDate ? iso.slice(5, 10) + " " : "") + iso.slice(11, 16) + " UTC";
   }
 
   // series: [{name, cls, points: [[x ms, y], ...]}]; from, to: the x range (ms).
@@ -37,10 +38,11 @@
     const y = (value) => TOP + plotH - (value / top) * plotH;
     node("line", {x1: LEFT, y1: TOP + plotH, x2: WIDTH - RIGHT, y2: TOP + plotH, class: "grid"}, svg);
     node("line", {x1: LEFT, y1: TOP, x2: WIDTH - RIGHT, y2: TOP, class: "grid"}, svg);
-    text(svg, LEFT - 4, TOP + 4, String(top), "end");
+    text(svg, LEFT - 4, TOP + 8, String(top), "end");
     text(svg, LEFT - 4, TOP + plotH, "0", "end");
-    text(svg, LEFT, HEIGHT - 4, clock(from), "start");
-    text(svg, WIDTH - RIGHT, HEIGHT - 4, clock(to), "end");
+    const withDate = to - from > 6 * 3600 * 1000;
+    text(svg, LEFT, HEIGHT - 4, clock(from, withDate), "start");
+    text(svg, WIDTH - RIGHT, HEIGHT - 4, clock(to, withDate), "end");
     let legendX = LEFT + 8;
     for (const line of series) {
       if (line.points.length) {

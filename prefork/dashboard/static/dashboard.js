@@ -84,15 +84,25 @@
       depth[0].t, Math.max(sample.t, depth[0].t + POLL_MS));
   }
 
-  async function showThroughput(span, minutes) {
+  // minutes: the range; bucket: minutes averaged per point (the day's 1,440 minutes
+  // would be too dense to read).
+  async function showThroughput(span, minutes, bucket) {
     const answer = await getJson(`/api/throughput?range=${span}`);
-    const to = Math.floor(Date.now() / 60000) * 60000, from = to - minutes * 60000;
-    const byMinute = new Map(answer.points.map((p) => [Date.parse(p.minute), p]));
+    const step = bucket * 60000;
+    const to = Math.floor(Date.now() / step) * step, from = to - minutes * 60000;
+    const sums = new Map();
+    for (const point of answer.points) {
+      const at = Math.floor(Date.parse(point.minute) / step) * step;
+      const sum = sums.get(at) || {done: 0, failed: 0};
+      sum.done += point.done;
+      sum.failed += point.failed;
+      sums.set(at, sum);
+    }
     const done = [], failed = [];
-    for (let t = from; t <= to; t += 60000) {
-      const point = byMinute.get(t) || {done: 0, failed: 0};
-      done.push([t, point.done]);
-      failed.push([t, point.failed]);
+    for (let t = from; t <= to; t += step) {
+      const sum = sums.get(t) || {done: 0, failed: 0};
+      done.push([t, Math.round(sum.done / bucket * 10) / 10]);
+      failed.push([t, Math.round(sum.failed / bucket * 10) / 10]);
     }
     window.PQCharts.draw(document.getElementById(`chart-${span}`),
       [{name: "done", cls: "done", points: done}, {name: "failed", cls: "failed", points: failed}],
@@ -109,8 +119,8 @@
         showSupervisors(answer.supervisors);
         showDepth(answer.queues);
         if (polls % THROUGHPUT_EVERY === 0) {
-          await showThroughput("hour", 60);
-          await showThroughput("day", 1440);
+          await showThroughput("hour", 60, 1);
+          await showThroughput("day", 1440, 10);
         }
         updated.textContent = `as of ${answer.now}`;
         updated.classList.remove("offline");

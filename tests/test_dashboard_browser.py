@@ -1,0 +1,178 @@
+"""The dashboard in a real browser: headless Chromium (Debian's chromium and
+chromium-driver) driven by Selenium, against a real `prefork-queue dashboard` and a
+real supervisor on SQLite. Log in, retry a dead job, pause and resume a queue,
+watch the overview update by itself, and check that hostile data raises no dialog
+and injects no element. A screenshot of each page is saved under the test's
+tmp_path; with PREFORK_DASHBOARD_SCREENSHOT=path the overview's (a worker busy) is copied there
+(how docs/dashboard-overview.png is made)."""
+import json
+import math
+import os
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from conftest import wait_until
+from dashboard_helpers import PASSWORD, DashboardProcess, make_dead
+from harness import supervisor_starter
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from prefork.jobs import new_job
+from prefork.store.views import MinuteCounts
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+HOSTILE_QUEUE = '<img id="injected" src=x onerror="alert(1)">'   # fits VARCHAR(64)
+HOSTILE = '<script>alert("x")</script>' + HOSTILE_QUEUE
+PAGES = {"overview": "/", "jobs": "/jobs", "dead": "/dead", "queues": "/queues",
+         "schedules": "/schedules", "restart": "/restart", "login": "/login"}
+
+
+@pytest.fixture
+def browser(tmp_path):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1400,1100", f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def dashboard(sqlite_migrated):
+    with DashboardProcess(sqlite_migrated, password=PASSWORD) as process:
+        yield process
+
+
+def assert_inert(driver):
+    """No dialog opened, no element our hostile data names exists, no CSP violation
+    other than the ones hostile markup would cause had it been parsed."""
+    try:
+        alert = driver.switch_to.alert
+        raise AssertionError(f"a dialog opened: {alert.text!r}")
+    except NoAlertPresentException:
+        pass
+    assert driver.find_elements(By.ID, "injected") == []
+    assert driver.find_elements(By.CSS_SELECTOR, "main script, main img") == []
+
+
+def log_in(driver, dashboard):
+    driver.get(dashboard.url + "/login")
+    driver.find_element(By.ID, "password").send_keys(PASSWORD)
+    driver.find_element(By.ID, "login").click()
+    wait_until(lambda: driver.find_elements(By.ID, "logout"), message="logged in")
+
+
+def text_of(driver, element_id):
+    return driver.find_element(By.ID, element_id).text
+
+
+def wait_for_notice(driver, words):
+    """After a click that posts a form: the page it redirects to, saying `words`."""
+    def shown():
+        notices = driver.find_elements(By.ID, "notice")
+        return notices and words in notices[0].text
+    wait_until(shown, message=f"the notice {words!r}")
+
+
+def test_log_in_retry_pause_and_resume_with_hostile_data_inert(browser, dashboard,
+                                                               sqlite_store, sqlite_db, tmp_path):
+    store = sqlite_store()
+    retry_id = make_dead(store, queue="mail", key="welcome-7")
+    hostile_id = make_dead(store, queue="evil", key=HOSTILE, payload={"html": HOSTILE},
+                           error=HOSTILE)
+    sqlite_db.execute("UPDATE prefork_jobs SET job_type = %s, queue = %s WHERE id = %s",
+                      (HOSTILE, HOSTILE_QUEUE, hostile_id))
+    store.enqueue(new_job("report.build", {}, queue="reports"))
+
+    log_in(browser, dashboard)
+    for name, path in {**PAGES, "job": f"/jobs/{hostile_id}"}.items():
+        if name == "login":
+            continue
+        browser.get(dashboard.url + path)
+        if name == "overview":   # its table is drawn again by script from the JSON API
+            wait_until(lambda: "as of" in text_of(browser, "updated") and browser.find_elements(
+                By.CSS_SELECTOR, "#chart-depth svg"), message="the overview updated")
+            assert HOSTILE_QUEUE in text_of(browser, "queue-rows")
+        assert_inert(browser)
+        browser.save_screenshot(str(tmp_path / f"{name}.png"))
+    browser.get(dashboard.url + f"/jobs/{hostile_id}")
+    # Shown as text, not as markup: the key and type verbatim, the payload as JSON.
+    assert HOSTILE in text_of(browser, "fields")
+    assert json.dumps(HOSTILE) in text_of(browser, "payload")
+
+    browser.get(dashboard.url + f"/jobs/{retry_id}")
+    browser.find_element(By.ID, "retry").click()
+    wait_for_notice(browser, "Retried 1 dead job")
+    assert store.get(retry_id)["status"] == "ready"
+    assert store.get(hostile_id)["status"] == "dead"
+
+    browser.get(dashboard.url + "/queues")
+    browser.find_element(By.CSS_SELECTOR, "button.pause[data-queue='reports']").click()
+    wait_for_notice(browser, "Queue reports paused")
+    assert {q.queue: q.paused for q in store.queue_overview()}["reports"] is True
+    browser.find_element(By.CSS_SELECTOR, "button.resume[data-queue='reports']").click()
+    wait_for_notice(browser, "Queue reports resumed")
+    assert {q.queue: q.paused for q in store.queue_overview()}["reports"] is False
+    browser.save_screenshot(str(tmp_path / "queues-after.png"))
+    assert_inert(browser)
+
+
+def queue_cells(driver, queue):
+    """The overview table's cells of `queue` as texts (None while it has no row), read in
+    one go (the page replaces its rows as it updates)."""
+    rows = driver.execute_script(
+        "return [...document.querySelectorAll('#queue-rows tr')]"
+        ".map((row) => [...row.cells].map((cell) => cell.textContent.trim()));")
+    return next((cells for cells in rows if cells and cells[0] == queue), None)
+
+
+def test_the_overview_updates_itself_as_jobs_finish(browser, dashboard, sqlite_migrated,
+                                                     sqlite_store, tmp_path):
+    store = sqlite_store()
+    now = datetime.now(timezone.utc).replace(tzinfo=None, second=0, microsecond=0)
+    store.write_minutes(0, "earlier-host", [
+        MinuteCounts(now - timedelta(minutes=age), "work", "sleep",
+                     done=round(8 + 5 * math.sin(age / 6)), failed=int(age % 9 == 0),
+                     dead=0, run_seconds=1.0) for age in range(1, 50)])
+    job_id = store.enqueue(new_job("sleep", {"seconds": 6}, queue="work"))
+    browser.get(dashboard.url + "/")
+    browser.execute_script("window.notReloaded = true;")
+    wait_until(lambda: (queue_cells(browser, "work") or [None, None])[1] == "1",
+               message="one ready job shown")
+    wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#chart-hour polyline.done"),
+               message="the throughput chart drawn")
+    done_before = int(queue_cells(browser, "work")[5])   # the earlier minutes' jobs
+    assert done_before > 0
+
+    with supervisor_starter(tmp_path, sqlite_migrated, "--app", "ledger_app", "--queues", "work",
+                            "--heartbeat-interval", "1") as start:
+        supervisor = start("--workers", "2")
+        wait_until(lambda: browser.execute_script(
+            "return document.getElementById('supervisors').innerHTML;").count(f"/jobs/{job_id}"),
+                   timeout=30, message="the busy worker shown with its job")
+        busy = tmp_path / "overview-busy.png"
+        browser.save_screenshot(str(busy))
+        if os.environ.get("PREFORK_DASHBOARD_SCREENSHOT"):
+            shutil.copyfile(busy, os.environ["PREFORK_DASHBOARD_SCREENSHOT"])
+        wait_until(lambda: store.get(job_id)["status"] == "done", timeout=30, message="job done")
+        wait_until(lambda: queue_cells(browser, "work")[1:4] == ["0", "0", "0"], timeout=15,
+                   message="ready, delayed, reserved back to 0")
+        supervisor.stop()   # a clean stop writes its rollup: the done count follows
+    wait_until(lambda: int(queue_cells(browser, "work")[5]) > done_before, timeout=15,
+               message="the job counted as done")
+    assert browser.execute_script("return window.notReloaded === true;")
+    assert browser.find_elements(By.CSS_SELECTOR, "#chart-depth polyline.depth")
+    assert "not updated" not in text_of(browser, "updated")
+    browser.save_screenshot(str(tmp_path / "overview.png"))
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors
