@@ -5,8 +5,8 @@
                          "OPTIONS": {"database": "default"}}}
 
 `task.enqueue()` inserts the job through Django's connection for OPTIONS["database"],
-inside the current transaction.atomic() (a rollback leaves no job), and rings this
-host's idle workers once the transaction commits. Django's priorities (-100..100,
+inside the current transaction.atomic() (a rollback leaves no job); once the
+transaction commits, it rings this host's idle workers and sends task_enqueued. Django's priorities (-100..100,
 larger first) are the queue's negated (smaller first): 100 -> -100, 0 -> 0.
 """
 import functools
@@ -64,10 +64,13 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
                 raw, task.module_path, payload, queue=task.queue_name, priority=-task.priority,
                 run_at=_utc(task.run_after) if task.run_after else None,
                 max_attempts=self.prefork_options.max_attempts)
+            object.__setattr__(result, "id", str(job_id))
+            # Once the job is public: ring, then tell task_enqueued's receivers (a
+            # rolled-back enqueue never happened, for them as for the workers).
             transaction.on_commit(functools.partial(_ring, raw, task.queue_name),
                                   using=self.database, robust=True)
-        object.__setattr__(result, "id", str(job_id))
-        compat.task_enqueued.send(type(self), task_result=result)
+            transaction.on_commit(functools.partial(compat.task_enqueued.send, type(self),
+                                                    task_result=result), using=self.database)
         return result
 
     def get_result(self, result_id: str) -> Any:

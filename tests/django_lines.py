@@ -1,0 +1,82 @@
+"""The Python interpreters tests/test_django.py runs the test project under: this one
+with Django 5.2 LTS and the django-tasks backport, and a python3.12 venv with
+Django 6.x (its own django.tasks), made once in a cache directory keyed by the
+versions and reused (PREFORK_TEST_CACHE, else ~/.cache/prefork-queue-tests)."""
+import fcntl
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DJANGO6 = "django>=6.0,<6.1"
+BACKPORT = ("django>=5.2,<6", "django-tasks")   # what this interpreter needs (pip install)
+
+
+@dataclass(frozen=True)
+class DjangoLine:
+    name: str
+    python: str            # the interpreter that runs manage.py
+    prefork_queue: str     # its `prefork-queue` console script
+
+
+def this_python():
+    """Django 5.2 + the backport under the interpreter running the tests."""
+    try:
+        import django
+        import django_tasks  # noqa: F401
+    except ImportError:
+        pytest.skip(f"Django 5.2 line: python3 -m pip install {' '.join(map(repr, BACKPORT))}")
+    if django.VERSION[:2] != (5, 2):
+        pytest.skip(f"Django 5.2 line: this interpreter has Django {django.__version__}")
+    script = shutil.which("prefork-queue", path=str(Path(sys.executable).parent)) \
+        or shutil.which("prefork-queue")
+    return DjangoLine("django5.2", sys.executable, script)
+
+
+def django6_venv():
+    """Django 6 under python3.12, in a venv made (or reused) in the cache directory."""
+    python = _python312()
+    if python is None:
+        pytest.skip("Django 6 line: no python3.12 on this machine")
+    key = hashlib.sha256(f"{python}|{_version(python)}|{DJANGO6}|"
+                         f"{(ROOT / 'setup.cfg').read_text()}".encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("PREFORK_TEST_CACHE") or Path.home() / ".cache" /
+                 "prefork-queue-tests")
+    cache.mkdir(parents=True, exist_ok=True)
+    venv = cache / f"django6-{key}"
+    with open(cache / f"django6-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # one maker; parallel runs wait, then reuse
+        if not (venv / "ready").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            _run([python, "-m", "venv", str(venv)])
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", DJANGO6])
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)])
+            (venv / "ready").write_text(_version(str(venv / "bin" / "python")))
+    return DjangoLine("django6", str(venv / "bin" / "python"), str(venv / "bin" / "prefork-queue"))
+
+
+def _python312():
+    candidates = [shutil.which("python3.12"),
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    for candidate in filter(None, candidates):
+        if subprocess.run([candidate, "-c", "pass"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def _version(python):
+    return subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _run(command):
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")

@@ -1,0 +1,230 @@
+"""Django's Tasks framework on the queue, end to end: the test project in
+tests/django_project (a model, tasks, a management command that enqueues) on MariaDB
+(Django's MySQL backend, PyMySQL installed as MySQLdb) and on SQLite, under Django
+5.2 with the django-tasks backport and under Django 6 with django.tasks (a python3.12
+venv, see django_lines.py). Every step is a real process: `manage.py migrate`,
+`manage.py pq ...` (the management command enqueues and reads results), and
+`prefork-queue --django proj.settings` running the tasks."""
+import json
+import subprocess
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from conftest import admin_connection, cli_env, wait_until
+from django_lines import django6_venv, this_python
+from harness import EventLog
+
+from prefork.bench import processes
+
+PROJECT = Path(__file__).resolve().parent / "django_project"
+SETTINGS = "proj.settings"
+WORKERS = 2
+DELAY = 6   # seconds a run_after task waits: longer than the start of a supervisor
+
+
+@pytest.fixture(scope="module", params=["django5.2", "django6"])
+def line(request):
+    return this_python() if request.param == "django5.2" else django6_venv()
+
+
+@pytest.fixture(params=["mysql", "sqlite"])
+def project(request, line, tmp_path):
+    if request.param == "mysql":
+        request.getfixturevalue("mysql_server")
+        name = f"pq_dj_{uuid.uuid4().hex[:12]}"
+        admin = admin_connection()
+        with admin.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{name}`")
+    else:
+        name = str(tmp_path / "project.sqlite3")
+    made = Project(line, request.param, name, tmp_path)
+    try:
+        made.manage("migrate", "--no-input")
+        yield made
+    finally:
+        made.kill_all()
+        if request.param == "mysql":
+            with admin.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            admin.close()
+
+
+class DjangoSupervisor(processes.SupervisorProcess):
+    """`prefork-queue run --django proj.settings ARGS` of the project's interpreter."""
+
+    def __init__(self, project, args, env, log_path):
+        super().__init__([], env, log_path, label="the Django supervisor", cwd=PROJECT)
+        self.command = [project.line.prefork_queue, "run", "--log-format", "json",
+                        "--django", SETTINGS, *args]
+        self.log = EventLog(log_path)
+        self.start()
+
+
+class Project:
+    """The test project on one database, driven by its interpreter's processes."""
+
+    def __init__(self, line, engine, db_name, tmp_path):
+        self.line, self.engine, self.db_name, self.tmp = line, engine, db_name, tmp_path
+        self.log_path = tmp_path / "signals.jsonl"
+        self.env = cli_env(PQ_TEST_DB_ENGINE=engine, PQ_TEST_DB_NAME=db_name,
+                           PQ_TEST_LOG=str(self.log_path), PREFORK_QUEUE_RETRY_BASE="0.05")
+        self.supervisors = []
+
+    def manage(self, *args, check=True):
+        done = subprocess.run([self.line.python, "manage.py", *args], cwd=PROJECT, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+        if check and done.returncode:
+            raise AssertionError(f"manage.py {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}\n{done.stderr}")
+        return done
+
+    def pq(self, *args):
+        return json.loads(self.manage("pq", *args).stdout)
+
+    def enqueue(self, task, *values, **options):
+        flags = [f"--{name}={value}" for name, value in options.items()]
+        return self.pq("enqueue", task, *map(json.dumps, values), *flags)["id"]
+
+    def wait_result(self, result_id, status, timeout=30):
+        def reached():
+            found = self.pq("result", result_id)
+            return found if found["status"] == status else None
+        return wait_until(reached, timeout=timeout, interval=0.2,
+                          message=f"task {result_id} {status}")
+
+    def cli(self, *args):
+        return subprocess.run([self.line.prefork_queue, *args, "--django", SETTINGS],
+                              cwd=PROJECT, env=self.env, capture_output=True, text=True,
+                              timeout=60)
+
+    def supervisor(self, *args, **env):
+        log_path = self.tmp / f"sup{len(self.supervisors)}.log"
+        sup = DjangoSupervisor(self, ["--workers", str(WORKERS), *args],
+                               {**self.env, **env}, log_path)
+        self.supervisors.append(sup)
+        return sup
+
+    def signals(self):
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines()]
+
+    def kill_all(self):
+        for sup in self.supervisors:
+            sup.kill()
+
+
+def test_commit_publishes_the_row_and_its_task_and_a_rollback_neither(project):
+    rolled_back = project.pq("order", "rolled-back", "--rollback")
+    missing = project.manage("pq", "result", rolled_back["id"], check=False)
+    assert missing.returncode != 0 and "TaskResultDoesNotExist" in missing.stderr
+    assert project.signals() == []   # task_enqueued waits for the commit
+    committed = project.pq("order", "committed")
+    assert project.pq("result", committed["id"])["status"] == "READY"
+
+    sup = project.supervisor()
+    result = project.wait_result(committed["id"], "SUCCESSFUL")
+    orders = project.pq("orders")
+    assert [order["name"] for order in orders] == ["committed"]
+    worker_pid = orders[0]["marked_by"]
+    assert worker_pid in [child.pid for child in sup.children()]
+    assert result["return_value"] == {"order": committed["order"], "pid": worker_pid}
+    assert result["attempts"] == 1 and result["errors"] == []
+    assert result["task"] == "shop.tasks.mark_order" and result["args"] == [committed["order"]]
+    times = [datetime.fromisoformat(result[name])
+             for name in ("enqueued_at", "started_at", "finished_at")]
+    assert times == sorted(times) and all(moment.utcoffset() is not None for moment in times)
+    seen = [(line["signal"], line["status"]) for line in project.signals()
+            if line.get("id") == committed["id"]]
+    assert seen == [("task_enqueued", "READY"), ("task_started", "RUNNING"),
+                    ("task_finished", "SUCCESSFUL")]
+    workers = {line["pid"] for line in project.signals()
+               if line.get("id") == committed["id"] and line["signal"] != "task_enqueued"}
+    assert workers == {worker_pid}
+    # The commands read the Django project's database the same way.
+    status = project.cli("status")
+    assert status.returncode == 0, status.stderr
+    show = project.cli("show", committed["id"])
+    assert show.returncode == 0 and "shop.tasks.mark_order" in show.stdout, show.stderr
+
+
+def test_failures_retry_then_read_failed_with_their_class(project):
+    fails = project.enqueue("always_fails")
+    recovers = project.enqueue("fails_first")
+    too_big = project.enqueue("big_result", 5000)
+    doubled = project.enqueue("async_double", 21)
+    project.supervisor()
+    failed = project.wait_result(fails, "FAILED")
+    assert failed["attempts"] == 2   # OPTIONS max_attempts
+    assert failed["errors"] == ["builtins.ValueError"] * 2
+    assert failed["tracebacks"] == ["", ""]   # not kept unless OPTIONS allow it
+    assert failed["finished_at"] is not None
+    recovered = project.wait_result(recovers, "SUCCESSFUL")
+    assert recovered["return_value"] == 2   # the context's attempt number
+    assert recovered["errors"] == ["builtins.RuntimeError"] and recovered["attempts"] == 2
+    refused = project.wait_result(too_big, "FAILED")
+    assert refused["attempts"] == 1   # a result that cannot be stored is not retried
+    assert refused["errors"] == ["prefork.contrib.django.execution.ResultRefused"]
+    assert project.wait_result(doubled, "SUCCESSFUL")["return_value"] == 42
+    finished = [line["status"] for line in project.signals()
+                if line.get("id") == fails and line["signal"] == "task_finished"]
+    assert finished == ["FAILED"]   # once: when no retry follows
+    failed_list = project.cli("failed")
+    assert failed_list.returncode == 0 and "return value is 5002 bytes" in failed_list.stdout
+
+
+def test_tracebacks_are_kept_when_the_options_allow_it(project):
+    fails = project.enqueue("always_fails")
+    project.supervisor(PQ_TEST_TRACEBACK="1")
+    failed = project.wait_result(fails, "FAILED")
+    assert all("ValueError: card 4111 declined" in text for text in failed["tracebacks"])
+
+
+def test_run_after_delays_and_priorities_order(project):
+    for label, priority in (("low", -50), ("high", 80), ("middle", 0)):
+        project.enqueue("record", label, priority=priority)
+    late = project.enqueue("record", "late", delay=DELAY, priority=100)
+    sup = project.supervisor("--workers", "1", "--claim-batch", "1")
+    wait_until(lambda: len(project.pq("traces")) >= 3, timeout=30, message="3 tasks run")
+    assert [trace["label"] for trace in project.pq("traces")][:3] == ["high", "middle", "low"]
+    assert project.pq("result", late)["status"] == "READY"
+    result = project.wait_result(late, "SUCCESSFUL")
+    waited = datetime.fromisoformat(result["started_at"]) - \
+        datetime.fromisoformat(result["enqueued_at"])
+    assert waited.total_seconds() >= DELAY - 0.01
+    assert result["queue"] == "emails"   # a queue of QUEUES, worked without --queues
+    assert sup.proc.poll() is None
+
+
+@pytest.mark.parametrize("project", ["mysql"], indirect=True)   # counted by the server
+def test_no_connection_crosses_a_fork_and_none_leaks(project):
+    ids = [project.enqueue("record", f"job-{number}") for number in range(40)]
+    sup = project.supervisor(PQ_TEST_RECORD_PARENT="1")
+    wait_until(lambda: len(project.pq("traces")) == len(ids), timeout=60, message="40 tasks run")
+    parent = [line["parent_connection_id"] for line in project.signals()
+              if "parent_connection_id" in line]
+    assert len(parent) == 1 and parent[0]
+    traces = project.pq("traces")
+    children = {child.pid for child in sup.children()}
+    assert {trace["pid"] for trace in traces} <= children
+    used = {trace["connection_id"] for trace in traces}
+    assert parent[0] not in used
+    by_pid = {}
+    for trace in traces:
+        by_pid.setdefault(trace["connection_id"], set()).add(trace["pid"])
+    assert all(len(pids) == 1 for pids in by_pid.values())   # no connection shared
+    conn = admin_connection()
+    try:
+        def open_connections():
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = %s",
+                               (project.db_name,))
+                return {row[0] for row in cursor.fetchall()}
+        # The parent's store and one store per child; Django's closed after each job.
+        wait_until(lambda: len(open_connections()) == WORKERS + 1, timeout=20,
+                   message=f"{WORKERS + 1} server connections")
+        assert parent[0] not in open_connections()
+    finally:
+        conn.close()
