@@ -3,17 +3,18 @@
 StoreMachine, a hypothesis RuleBasedStateMachine, drives random sequences of
 enqueues (with and without keys, delayed, prioritized, on several queues),
 batched claims by several workers (on two connections) of several supervisors,
-completions (one, many, with the next claim, in job.transaction()), failures (retry, permanent,
-out of attempts), releases, extensions, lease expiry and recovery, supervisor
-pruning, hand-backs after a worker's death, retry and discard of dead jobs and
-pause/resume against the REAL store, and after every step checks the whole
-store against a plain in-memory model (store_model_state.Model): every job in
-the state the model says, with its attempts (never above max_attempts),
-crashes and lease token; no job claimed twice under live leases; a stale lease
-never completes, fails, extends, releases or hands back a job; an idempotent
-enqueue returns the same id; counts(), queue_stats(), dead_jobs() and
-ready_count() agree with the model. The rules of a job's life cycle are in
-store_model_rules.py; the operators' rules and the check are here.
+completions (one, many, with the next claim, in job.transaction()), failures
+(retry, permanent, out of attempts), releases, extensions, lease expiry and
+recovery, supervisor pruning, hand-backs after a worker's death, retry and
+discard of dead jobs and pause/resume against the REAL store, and after every
+step checks the whole store against a plain in-memory model
+(store_model_state.Model): every job in the state the model says, with its
+attempts (never above max_attempts), crashes and lease token; no job claimed
+twice under live leases; a stale lease never completes, fails, extends, releases
+or hands back a job; an idempotent enqueue returns the same id; counts(),
+queue_stats(), dead_jobs() and ready_count() agree with the model. The rules of
+a job's life cycle are in store_model_rules.py; the operators' rules and the
+check are here.
 
 Time without sleeping. No clock the store reads is touched (the server's
 UTC_TIMESTAMP(6) on MySQL/MariaDB, this host's on SQLite): the test moves rows

@@ -33,21 +33,20 @@ GO_SILENT = "UPDATE prefork_processes SET heartbeat_at = %s WHERE id = %s AND st
 
 
 def raw(store, sql, args=()):
-    """Run a test statement through the store's own connection: (rows, row count),
-    times as naive UTC datetimes on both backends."""
+    """Run a test statement through the store's own connection: (rows, row count).
+    A datetime argument is written as the backend stores times."""
     if isinstance(store, SQLiteStore):
         values = [stamp(value) if isinstance(value, datetime) else value for value in args]
         cursor = store.conn.execute(sql.replace("%s", "?"), values)
-        return [tuple(_time(value) for value in row) for row in cursor.fetchall()], cursor.rowcount
+        return cursor.fetchall(), cursor.rowcount
     with store.conn.cursor() as cursor:
         count = cursor.execute(sql, args)
         return list(cursor.fetchall()), count
 
 
-def _time(value):
-    if isinstance(value, str) and len(value) == 26 and value[4] == "-" and value[10] == " ":
-        return datetime.fromisoformat(value)
-    return value
+def as_time(value):
+    """A time column as a naive UTC datetime (SQLite stores text)."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def utc_now():
@@ -183,6 +182,7 @@ def check_row(row, job, now):
     """One job's row against the model's job (now: this host's clock)."""
     (job_id, queue, key, status, priority, attempts, max_attempts, crashes, token,
      available_at, lease_until, locked_by, process_id) = row
+    available_at, lease_until = as_time(available_at), as_time(lease_until)
     where = f"job {job_id}"
     assert (queue, key, priority, max_attempts) == (job.queue, job.key, job.priority,
                                                     job.max_attempts), where
