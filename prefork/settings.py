@@ -157,9 +157,9 @@ SETTINGS: list[Setting] = [
     # supervisor
     Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
             metavar="N"),
-    Setting("reload", boolean, False, "Development only: restart the workers when a file of "
-            "the application's modules changes, as gunicorn --reload does (a bare --reload is "
-            "--reload true).", "supervisor", metavar="[true|false]"),
+    Setting("reload", boolean, False, "Development only: restart the supervisor when a file "
+            "of the application's modules or the config file changes, as gunicorn --reload does "
+            "(a bare --reload is --reload true).", "supervisor", metavar="[true|false]"),
     Setting("graceful_timeout", _positive_float, 30.0, "Seconds a draining child may take to "
             "finish its job before it is killed and the job handed back.", "supervisor",
             metavar="S"),
