@@ -127,6 +127,22 @@ def test_log_in_retry_pause_and_resume_with_hostile_data_inert(browser, dashboar
     assert_inert(browser)
 
 
+def test_retry_all_matching_runs_batch_after_batch_with_progress(browser, dashboard,
+                                                                 sqlite_store, sqlite_db, tmp_path):
+    store = sqlite_store()
+    store.enqueue_many([new_job("mail.send", {}, queue="bulk") for _ in range(1100)])
+    sqlite_db.execute("UPDATE prefork_jobs SET status = 'dead', finished_at = created_at")
+    other = make_dead(store, queue="other")
+    log_in(browser, dashboard)
+    browser.get(dashboard.url + "/dead?queue=bulk")
+    browser.find_element(By.ID, "retry-all").click()
+    wait_until(lambda: "retry: done, 1100 jobs." in text_of(browser, "progress"), timeout=30,
+               message="the bulk retry finished")
+    browser.save_screenshot(str(tmp_path / "dead-bulk.png"))
+    assert sqlite_db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE status = 'ready'") == 1100
+    assert store.get(other)["status"] == "dead"
+
+
 def queue_cells(driver, queue):
     """The overview table's cells of `queue` as texts (None while it has no row), read in
     one go (the page replaces its rows as it updates)."""

@@ -7,11 +7,13 @@ import re
 import subprocess
 import sys
 import time
+import wsgiref.util
 
 import pytest
 from conftest import admin_connection, cli_env
 from dashboard_helpers import PASSWORD, RUN_DASHBOARD, DashboardProcess, make_dead
 
+from prefork.dashboard import create_app
 from prefork.jobs import new_job
 
 PAGES = ("/", "/jobs", "/dead", "/queues", "/schedules", "/restart")
@@ -385,3 +387,18 @@ def test_bad_settings_are_one_line_and_a_wide_bind_warns(sqlite_migrated, tmp_pa
         _, err = wide.communicate(timeout=10)
     assert "warning: the dashboard listens on 0.0.0.0" in err
     assert process.process.returncode == 0 and wide.returncode == 0
+
+
+def test_the_wsgi_factory_honours_the_script_name_a_server_sets(make_sqlite_config):
+    """Under gunicorn behind a proxy at /ops/queue (SCRIPT_NAME set by the server), every
+    link names the prefix."""
+    app = create_app(make_sqlite_config())
+    environ = {"REQUEST_METHOD": "GET", "SCRIPT_NAME": "/ops/queue", "PATH_INFO": "/jobs",
+               "QUERY_STRING": "queue=mail"}
+    wsgiref.util.setup_testing_defaults(environ)
+    answers = []
+    body = b"".join(app(environ, lambda status, headers: answers.append((status, headers))))
+    status, headers = answers[0]
+    assert status == "200 OK" and ("X-Frame-Options", "DENY") in headers
+    assert b'href="/ops/queue/static/dashboard.css"' in body
+    assert b'action="/ops/queue/jobs"' in body

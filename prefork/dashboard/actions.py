@@ -69,9 +69,9 @@ def selected(app: "Dashboard", request: Request, action: str) -> Response:
     """The dead jobs ticked on the page (or the one of a job's page)."""
     ids = [int(text) for text in request.form.get("id", []) if text.isdigit()][:BATCH]
     count = act_on_dead(app.store(), action, ids)
-    back = request.form_value("back")
-    target = back if back in ("job", "dead") else "dead"
-    where = f"/jobs/{ids[0]}" if target == "job" and ids and action == "retry" else "/dead"
+    # A job retried from its own page shows that page again; anything else the list.
+    back_to_job = request.form_value("back") == "job" and action == "retry" and ids
+    where = f"/jobs/{ids[0]}" if back_to_job else "/dead"
     return redirect(request.root + where + "?" + urlencode({"notice": action, "count": count}))
 
 

@@ -5,7 +5,6 @@ from the JSON API."""
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from ..cli import status_report
 from ..jobs import JobStatus
 from . import data
 from .web import HTTPError, Request, Response, redirect
@@ -58,10 +57,9 @@ def schedules(app: "Dashboard", request: Request) -> Response:
 
 
 def restart(app: "Dashboard", request: Request) -> Response:
-    report = status_report.build(app.store().status(status_report.DONE_WINDOW),
-                                 app.config.heartbeat_interval)
-    return app.render(request, "restart.html", supervisors=report["supervisors"],
-                      hosts=sorted({sup["host"] for sup in report["supervisors"]}))
+    running = data.supervisors(app.store(), app.config.heartbeat_interval)
+    return app.render(request, "restart.html", supervisors=running,
+                      hosts=sorted({sup["host"] for sup in running}))
 
 
 def login_form(app: "Dashboard", request: Request) -> Response:
