@@ -24,6 +24,7 @@ class DjangoLine:
     name: str
     python: str            # the interpreter that runs manage.py
     prefork_queue: str     # its `prefork-queue` console script
+    mysqlclient: bool      # Django's own MySQL driver imports there
 
 
 def this_python():
@@ -37,7 +38,7 @@ def this_python():
         pytest.skip(f"Django 5.2 line: this interpreter has Django {django.__version__}")
     script = shutil.which("prefork-queue", path=str(Path(sys.executable).parent)) \
         or shutil.which("prefork-queue")
-    return DjangoLine("django5.2", sys.executable, script)
+    return DjangoLine("django5.2", sys.executable, script, _has_mysqlclient(sys.executable))
 
 
 def django6_venv():
@@ -45,7 +46,7 @@ def django6_venv():
     python = _python312()
     if python is None:
         pytest.skip("Django 6 line: no python3.12 on this machine")
-    key = hashlib.sha256(f"{python}|{_version(python)}|{DJANGO6}|"
+    key = hashlib.sha256(f"{python}|{_version(python)}|{DJANGO6}|mysqlclient|"
                          f"{(ROOT / 'setup.cfg').read_text()}".encode()).hexdigest()[:12]
     cache = Path(os.environ.get("PREFORK_TEST_CACHE") or Path.home() / ".cache" /
                  "prefork-queue-tests")
@@ -58,8 +59,20 @@ def django6_venv():
             _run([python, "-m", "venv", str(venv)])
             _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", DJANGO6])
             _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", str(ROOT)])
+            # Built from source: needs libmariadb-dev and pkg-config; the tests that
+            # need it say so when it is missing.
+            subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                            "mysqlclient"], capture_output=True, timeout=600)
             (venv / "ready").write_text(_version(str(venv / "bin" / "python")))
-    return DjangoLine("django6", str(venv / "bin" / "python"), str(venv / "bin" / "prefork-queue"))
+    python = str(venv / "bin" / "python")
+    return DjangoLine("django6", python, str(venv / "bin" / "prefork-queue"),
+                      _has_mysqlclient(python))
+
+
+def _has_mysqlclient(python):
+    """mysqlclient itself (not PyMySQL standing in for it) imports under `python`."""
+    check = "import MySQLdb, sys; sys.exit('pymysql' in MySQLdb.__name__)"
+    return subprocess.run([python, "-c", check], capture_output=True).returncode == 0
 
 
 def _python312():

@@ -31,7 +31,13 @@ def line(request):
 
 @pytest.fixture(params=["mysql", "sqlite"])
 def project(request, line, tmp_path):
-    if request.param == "mysql":
+    """The project on a fresh database: "mysql" through PyMySQL installed as MySQLdb,
+    "mysqlclient" through Django's own driver, "sqlite" in a file."""
+    if request.param == "mysqlclient" and not line.mysqlclient:
+        pytest.skip(f"{line.name}: mysqlclient does not import (pip install mysqlclient "
+                    "needs libmariadb-dev and pkg-config)")
+    engine = "sqlite" if request.param == "sqlite" else "mysql"
+    if engine == "mysql":
         request.getfixturevalue("mysql_server")
         name = f"pq_dj_{uuid.uuid4().hex[:12]}"
         admin = admin_connection()
@@ -39,13 +45,13 @@ def project(request, line, tmp_path):
             cursor.execute(f"CREATE DATABASE `{name}`")
     else:
         name = str(tmp_path / "project.sqlite3")
-    made = Project(line, request.param, name, tmp_path)
+    made = Project(line, engine, name, tmp_path, driver=request.param)
     try:
         made.manage("migrate", "--no-input")
         yield made
     finally:
         made.kill_all()
-        if request.param == "mysql":
+        if engine == "mysql":
             with admin.cursor() as cursor:
                 cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
             admin.close()
@@ -65,10 +71,12 @@ class DjangoSupervisor(processes.SupervisorProcess):
 class Project:
     """The test project on one database, driven by its interpreter's processes."""
 
-    def __init__(self, line, engine, db_name, tmp_path):
+    def __init__(self, line, engine, db_name, tmp_path, driver):
         self.line, self.engine, self.db_name, self.tmp = line, engine, db_name, tmp_path
         self.log_path = tmp_path / "signals.jsonl"
         self.env = cli_env(PQ_TEST_DB_ENGINE=engine, PQ_TEST_DB_NAME=db_name,
+                           PQ_TEST_MYSQL_DRIVER="mysqlclient" if driver == "mysqlclient"
+                           else "pymysql",
                            PQ_TEST_LOG=str(self.log_path), PREFORK_QUEUE_RETRY_BASE="0.05")
         self.supervisors = []
 
@@ -116,6 +124,10 @@ class Project:
             sup.kill()
 
 
+DRIVERS = pytest.mark.parametrize("project", ["mysql", "mysqlclient", "sqlite"], indirect=True)
+
+
+@DRIVERS
 def test_commit_publishes_the_row_and_its_task_and_a_rollback_neither(project):
     rolled_back = project.pq("order", "rolled-back", "--rollback")
     missing = project.manage("pq", "result", rolled_back["id"], check=False)
@@ -150,6 +162,7 @@ def test_commit_publishes_the_row_and_its_task_and_a_rollback_neither(project):
     assert show.returncode == 0 and "shop.tasks.mark_order" in show.stdout, show.stderr
 
 
+@DRIVERS
 def test_failures_retry_then_read_failed_with_their_class(project):
     fails = project.enqueue("always_fails")
     recovers = project.enqueue("fails_first")
