@@ -6,6 +6,7 @@ venv, see django_lines.py). Every step is a real process: `manage.py migrate`,
 `manage.py pq ...` (the management command enqueues and reads results), and
 `prefork-queue --django proj.settings` running the tasks."""
 import json
+import sqlite3
 import subprocess
 import uuid
 from datetime import datetime
@@ -102,9 +103,11 @@ class Project:
         return wait_until(reached, timeout=timeout, interval=0.2,
                           message=f"task {result_id} {status}")
 
-    def cli(self, *args):
-        return subprocess.run([self.line.prefork_queue, *args, "--django", SETTINGS],
-                              cwd=PROJECT, env=self.env, capture_output=True, text=True,
+    def cli(self, *args, flag=True):
+        """`prefork-queue ARGS --django proj.settings` (flag=False: DJANGO_SETTINGS_MODULE)."""
+        command = [self.line.prefork_queue, *args] + (["--django", SETTINGS] if flag else [])
+        env = self.env if flag else {**self.env, "DJANGO_SETTINGS_MODULE": SETTINGS}
+        return subprocess.run(command, cwd=PROJECT, env=env, capture_output=True, text=True,
                               timeout=60)
 
     def supervisor(self, *args, **env):
@@ -158,6 +161,8 @@ def test_commit_publishes_the_row_and_its_task_and_a_rollback_neither(project):
     # The commands read the Django project's database the same way.
     status = project.cli("status")
     assert status.returncode == 0, status.stderr
+    from_environment = project.cli("show", committed["id"], flag=False)
+    assert "shop.tasks.mark_order" in from_environment.stdout, from_environment.stderr
     show = project.cli("show", committed["id"])
     assert show.returncode == 0 and "shop.tasks.mark_order" in show.stdout, show.stderr
 
@@ -241,3 +246,47 @@ def test_no_connection_crosses_a_fork_and_none_leaks(project):
         assert parent[0] not in open_connections()
     finally:
         conn.close()
+
+
+# MySQL prunes a job's results once the store's prune and discard delete them (the
+# diff in the Django helper's report); SQLite's trigger does it already.
+@pytest.mark.parametrize("project", ["sqlite"], indirect=True)
+def test_results_go_with_their_jobs(project):
+    done = project.enqueue("record", "pruned")
+    dead = project.enqueue("big_result", 5000)
+    sup = project.supervisor()
+    project.wait_result(done, "SUCCESSFUL")
+    project.wait_result(dead, "FAILED")
+    sup.stop()
+    assert _result_rows(project) == 2
+    def prune():   # once the job is a second old
+        pruned = project.cli("prune", "--done-older-than", "1s")
+        assert pruned.returncode == 0, pruned.stderr
+        return "deleted 1 done jobs" in pruned.stdout
+    wait_until(prune, timeout=10, interval=0.2, message="the done job pruned")
+    assert _result_rows(project) == 1
+    discarded = project.cli("discard", dead)
+    assert discarded.returncode == 0 and "discarded 1" in discarded.stdout, discarded.stderr
+    assert _result_rows(project) == 0
+    for result_id in (done, dead):
+        gone = project.manage("pq", "result", result_id, check=False)
+        assert "TaskResultDoesNotExist" in gone.stderr
+
+
+def _result_rows(project):
+    with sqlite3.connect(project.db_name) as conn:
+        return conn.execute("SELECT COUNT(*) FROM prefork_task_results").fetchone()[0]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ("nosuch.settings", "cannot set Django up with settings 'nosuch.settings': "
+                        "ModuleNotFoundError"),
+    ("proj.settings", "DATABASES['default'] is an in-memory SQLite database"),
+])
+def test_bad_django_setups_are_one_line_errors(line, tmp_path, settings, message):
+    env = cli_env(PQ_TEST_DB_ENGINE="sqlite", PQ_TEST_DB_NAME=":memory:")
+    done = subprocess.run([line.prefork_queue, "--workers", "1", "--django", settings],
+                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
