@@ -3,11 +3,13 @@ on SQLite. Each page renders, each filter returns what it should, keyset paging
 holds while jobs change, actions change exactly what they say, and what must be
 refused (no password, no login, no CSRF token, a foreign Origin, a wrong password)
 is refused and changes nothing. Hostile data renders inert."""
+import io
 import re
 import subprocess
 import sys
 import time
 import wsgiref.util
+from urllib.parse import urlencode
 
 import pytest
 from conftest import admin_connection, cli_env
@@ -15,6 +17,7 @@ from dashboard_helpers import PASSWORD, RUN_DASHBOARD, DashboardProcess, make_de
 
 from prefork.dashboard import create_app
 from prefork.jobs import new_job
+from prefork.store.sqlite.store import SQLiteStore
 
 PAGES = ("/", "/jobs", "/dead", "/queues", "/schedules", "/restart")
 SECURITY_HEADERS = {
@@ -402,3 +405,42 @@ def test_the_wsgi_factory_honours_the_script_name_a_server_sets(make_sqlite_conf
     assert status == "200 OK" and ("X-Frame-Options", "DENY") in headers
     assert b'href="/ops/queue/static/dashboard.css"' in body
     assert b'action="/ops/queue/jobs"' in body
+
+
+def test_the_session_cookie_is_secure_when_the_server_says_https(make_sqlite_config):
+    """wsgi.url_scheme is the WSGI server's word (gunicorn sets it from X-Forwarded-Proto
+    for --forwarded-allow-ips only); the header alone, from anyone, changes nothing."""
+    app = create_app(make_sqlite_config(dashboard_password=PASSWORD))
+
+    def log_in(scheme, **headers):
+        form = urlencode({"password": PASSWORD}).encode()
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/login", "wsgi.url_scheme": scheme,
+                   "HTTP_HOST": "queue.example", "HTTP_ORIGIN": f"{scheme}://queue.example",
+                   "CONTENT_TYPE": "application/x-www-form-urlencoded",
+                   "CONTENT_LENGTH": str(len(form)), "wsgi.input": io.BytesIO(form), **headers}
+        wsgiref.util.setup_testing_defaults(environ)
+        answers = []
+        app(environ, lambda status, headers: answers.append((status, dict(headers))))
+        status, sent = answers[0]
+        assert status.startswith("303"), status
+        return sent["Set-Cookie"]
+
+    assert "; Secure" in log_in("https")
+    assert "Secure" not in log_in("http", HTTP_X_FORWARDED_PROTO="https")
+
+
+def test_the_speed_script_times_every_page_of_a_running_dashboard(sqlite_migrated, make_sqlite_config):
+    store = SQLiteStore(make_sqlite_config())
+    try:
+        make_dead(store, key="order-123456")
+        enqueue(store, key="order-1")
+    finally:
+        store.close()
+    with DashboardProcess(sqlite_migrated) as process:
+        result = subprocess.run([sys.executable, "-m", "prefork.dashboard.speed", process.url,
+                                 "--calls", "3"], capture_output=True, text=True, timeout=60,
+                                env=cli_env())
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1].startswith("slowest p95:") and len(lines) > 30
+    assert any(line.startswith("/jobs?key=order-1 ") for line in lines)
