@@ -40,6 +40,7 @@ class Path(enum.Enum):
     """The index a filter is read through, the most selective first."""
     ID = "id"              # the primary key: one row at most
     KEY = "key"            # ix_prefork_jobs_key: a range of keys, then sorted by id
+    KEY_ONLY = "key_only"  # the same for a key prefix alone, sorting index entries only
     TYPE = "type"          # ix_prefork_jobs_status_type (status, job_type, id)
     QUEUE = "queue"        # ix_prefork_jobs_status_queue (status, queue, id)
     STATUS = "status"      # ix_prefork_jobs_status (status, id)
@@ -49,7 +50,8 @@ def path_of(job_filter: JobFilter) -> Path:
     if job_filter.job_id is not None:
         return Path.ID
     if job_filter.key_prefix:
-        return Path.KEY
+        alone = JobFilter(key_prefix=job_filter.key_prefix)
+        return Path.KEY_ONLY if job_filter == alone else Path.KEY
     if job_filter.job_type is not None:
         return Path.TYPE
     if job_filter.queue is not None:
@@ -60,7 +62,7 @@ def path_of(job_filter: JobFilter) -> Path:
 def statuses_to_read(job_filter: JobFilter, path: Path) -> list[JobStatus | None]:
     """One read per state for the status-led indexes (the filter's, or each); the
     id and key reads check the state on each row (None: any)."""
-    if path in (Path.ID, Path.KEY) or job_filter.status is not None:
+    if path in (Path.ID, Path.KEY, Path.KEY_ONLY) or job_filter.status is not None:
         return [job_filter.status]
     return list(JobStatus)
 

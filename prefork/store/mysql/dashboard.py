@@ -12,25 +12,28 @@ from ..job_search import Path, find_page, overviews, rollup_window
 from ..views import JobFilter, JobPage, JobRow, MinuteCounts, MinutePoint, QueueOverview
 from .dashboard_queries import (
     BEGIN_SNAPSHOT,
+    DEAD_COUNTS,
     END_SNAPSHOT,
     FIND_BY_ID,
     FIND_BY_KEY,
+    FIND_BY_KEY_ONLY,
     FIND_BY_STATUS,
     FIND_BY_STATUS_QUEUE,
     FIND_BY_STATUS_TYPE,
     FIRST_CREATED_FROM,
     LAST_CREATED_BEFORE,
+    LIVE_DUE_COUNTS,
     QUEUE_STATES,
     REPEATABLE_READ_NEXT,
     ROLLUP_LAST_HOUR,
     THROUGHPUT,
     WRITE_MINUTE,
 )
-from .queries import LIVE_COUNTS
 from .session import MySQLSession
 
-FIND_STATEMENTS = {Path.ID: FIND_BY_ID, Path.KEY: FIND_BY_KEY, Path.TYPE: FIND_BY_STATUS_TYPE,
-                   Path.QUEUE: FIND_BY_STATUS_QUEUE, Path.STATUS: FIND_BY_STATUS}
+FIND_STATEMENTS = {Path.ID: FIND_BY_ID, Path.KEY: FIND_BY_KEY, Path.KEY_ONLY: FIND_BY_KEY_ONLY,
+                   Path.TYPE: FIND_BY_STATUS_TYPE, Path.QUEUE: FIND_BY_STATUS_QUEUE,
+                   Path.STATUS: FIND_BY_STATUS}
 
 
 class MySQLDashboard(MySQLSession):
@@ -40,7 +43,7 @@ class MySQLDashboard(MySQLSession):
 
     def queue_overview(self) -> list[QueueOverview]:
         with self.snapshot():
-            live = self._all(LIVE_COUNTS)
+            live = self._all(LIVE_DUE_COUNTS) + self._all(DEAD_COUNTS)
             states = self._all(QUEUE_STATES)
             rollup = self._named(ROLLUP_LAST_HOUR, rollup_window(_utc_now()))
         return overviews(live, states, rollup)

@@ -55,6 +55,17 @@ FIND_BY_KEY = (
     " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
     " ORDER BY id DESC LIMIT %(limit)s")
 
+# A key prefix alone: the page's ids read from the key index alone (each entry
+# holds its id), sorted there, then their rows by primary key; a broad prefix
+# sorts index entries, not rows.
+FIND_BY_KEY_ONLY = (
+    "SELECT j.id, j.queue, j.job_type, j.idempotency_key, j.status, j.priority, j.attempts,"
+    " j.max_attempts, j.crashes, j.available_at, j.lease_until, j.locked_by, j.last_error,"
+    " j.created_at, j.updated_at, j.finished_at FROM (SELECT id FROM prefork_jobs"
+    " FORCE INDEX (ix_prefork_jobs_key) WHERE idempotency_key LIKE %(key_pattern)s ESCAPE '!'"
+    " AND id < %(before)s AND id >= %(id_min)s ORDER BY id DESC LIMIT %(limit)s) AS page"
+    " JOIN prefork_jobs AS j FORCE INDEX (PRIMARY) ON j.id = page.id ORDER BY j.id DESC")
+
 FIND_BY_ID = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
@@ -83,6 +94,20 @@ BEGIN_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
 END_SNAPSHOT = "COMMIT"
 
 # --- the overview -----------------------------------------------------------------------
+
+# Live counts from the claim index (never a done row), in the rows
+# job_search.overviews() reads: (queue, status, due, count, oldest age s). The
+# ready and reserved ranges split by available_at; the dead range, often the
+# longest, only counted per queue (a GROUP BY in index order, no temporary table).
+LIVE_DUE_COUNTS = (
+    "SELECT queue, status, available_at <= UTC_TIMESTAMP(6) AS due, COUNT(*),"
+    " TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) / 1e6"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved') GROUP BY queue, status, due")
+
+DEAD_COUNTS = (
+    "SELECT queue, 'dead', 1, COUNT(*), NULL FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'dead' GROUP BY queue")
 
 QUEUE_STATES = "SELECT queue, paused FROM prefork_queue_states"
 

@@ -10,25 +10,28 @@ from ..job_search import Path, find_page, overviews, rollup_window
 from ..views import JobFilter, JobPage, JobRow, MinuteCounts, MinutePoint, QueueOverview
 from .dashboard_queries import (
     BEGIN_READ,
+    DEAD_COUNTS,
     END_READ,
     FIND_BY_ID,
     FIND_BY_KEY,
+    FIND_BY_KEY_ONLY,
     FIND_BY_STATUS,
     FIND_BY_STATUS_QUEUE,
     FIND_BY_STATUS_TYPE,
     FIRST_CREATED_FROM,
     LAST_CREATED_BEFORE,
+    LIVE_DUE_COUNTS,
     QUEUE_STATES,
     ROLLUP_LAST_HOUR,
     THROUGHPUT,
     WRITE_MINUTE,
 )
 from .file import stamp, utc_now
-from .queries import LIVE_COUNTS
 from .session import SQLiteSession
 
-FIND_STATEMENTS = {Path.ID: FIND_BY_ID, Path.KEY: FIND_BY_KEY, Path.TYPE: FIND_BY_STATUS_TYPE,
-                   Path.QUEUE: FIND_BY_STATUS_QUEUE, Path.STATUS: FIND_BY_STATUS}
+FIND_STATEMENTS = {Path.ID: FIND_BY_ID, Path.KEY: FIND_BY_KEY, Path.KEY_ONLY: FIND_BY_KEY_ONLY,
+                   Path.TYPE: FIND_BY_STATUS_TYPE, Path.QUEUE: FIND_BY_STATUS_QUEUE,
+                   Path.STATUS: FIND_BY_STATUS}
 
 
 class SQLiteDashboard(SQLiteSession):
@@ -37,21 +40,19 @@ class SQLiteDashboard(SQLiteSession):
     def queue_overview(self) -> list[QueueOverview]:
         now = utc_now()
         with self.snapshot():
-            with closing(self._read(LIVE_COUNTS, {"now": stamp(now)})) as cursor:
-                live = [(queue, status, due, count,
-                         (now - datetime.fromisoformat(oldest)).total_seconds())
-                        for queue, status, due, count, oldest in cursor.fetchall()]
-            with closing(self._read(QUEUE_STATES)) as cursor:
-                states = cursor.fetchall()
+            live = [(queue, status, due, count, _age(now, oldest))
+                    for statement in (LIVE_DUE_COUNTS, DEAD_COUNTS)
+                    for queue, status, due, count, oldest
+                    in self._rows(statement, {"now": stamp(now)})]
+            states = self._rows(QUEUE_STATES, {})
             window = {name: stamp(moment) for name, moment in rollup_window(now).items()}
-            with closing(self._read(ROLLUP_LAST_HOUR, window)) as cursor:
-                rollup = cursor.fetchall()
+            rollup = self._rows(ROLLUP_LAST_HOUR, window)
         return overviews(live, states, rollup)
 
     def throughput(self, since: datetime, queue: str | None = None) -> list[MinutePoint]:
-        with closing(self._read(THROUGHPUT, {"since": stamp(since), "queue": queue})) as cursor:
-            return [MinutePoint(datetime.fromisoformat(minute), done, failed, dead)
-                    for minute, done, failed, dead in cursor.fetchall()]
+        return [MinutePoint(datetime.fromisoformat(minute), done, failed, dead)
+                for minute, done, failed, dead
+                in self._rows(THROUGHPUT, {"since": stamp(since), "queue": queue})]
 
     # -- the Jobs page ----------------------------------------------------------------------
 
@@ -63,9 +64,8 @@ class SQLiteDashboard(SQLiteSession):
 
     def created_id(self, first: bool, moment: datetime) -> int | None:
         statement, name = (FIRST_CREATED_FROM, "since") if first else (LAST_CREATED_BEFORE, "until")
-        with closing(self._read(statement, {name: stamp(moment)})) as cursor:
-            row = cursor.fetchone()
-        return None if row is None else int(row[0])
+        rows = self._rows(statement, {name: stamp(moment)})
+        return int(rows[0][0]) if rows else None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -91,6 +91,15 @@ class SQLiteDashboard(SQLiteSession):
                  "process_id": process_id, "host": host, "done": row.done,
                  "failed": row.failed, "dead": row.dead, "run_seconds": row.run_seconds}
                 for row in counts])
+
+    def _rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        with closing(self._read(sql, params)) as cursor:
+            return cursor.fetchall()
+
+
+def _age(now: datetime, oldest: str | None) -> float | None:
+    """Seconds since a stored time (None stays None)."""
+    return None if oldest is None else (now - datetime.fromisoformat(oldest)).total_seconds()
 
 
 def _stamped(params: dict[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,17 @@ FIND_BY_KEY = (
     " AND created_at >= :created_from AND created_at < :created_to"
     " ORDER BY id DESC LIMIT :limit")
 
+# A key prefix alone: the page's ids read from the key index alone (each entry
+# holds its rowid), sorted there, then their rows by id.
+FIND_BY_KEY_ONLY = (
+    "SELECT j.id, j.queue, j.job_type, j.idempotency_key, j.status, j.priority, j.attempts,"
+    " j.max_attempts, j.crashes, j.available_at, j.lease_until, j.locked_by, j.last_error,"
+    " j.created_at, j.updated_at, j.finished_at FROM (SELECT id FROM prefork_jobs"
+    " INDEXED BY ix_prefork_jobs_key WHERE idempotency_key >= :key_low"
+    " AND (:key_high IS NULL OR idempotency_key < :key_high)"
+    " AND id < :before AND id >= :id_min ORDER BY id DESC LIMIT :limit) AS page"
+    " JOIN prefork_jobs AS j ON j.id = page.id ORDER BY j.id DESC")
+
 FIND_BY_ID = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
@@ -75,6 +86,18 @@ BEGIN_READ = "BEGIN DEFERRED"
 END_READ = "COMMIT"
 
 # --- the overview ---------------------------------------------------------------------
+
+# Live counts from the claim index (never a done row), as (queue, status, due,
+# count, oldest available_at): the ready and reserved ranges split by
+# available_at; the dead range only counted per queue.
+LIVE_DUE_COUNTS = (
+    "SELECT queue, status, available_at <= :now AS due, COUNT(*), MIN(available_at)"
+    " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    " WHERE status IN ('ready', 'reserved') GROUP BY queue, status, due")
+
+DEAD_COUNTS = (
+    "SELECT queue, 'dead', 1, COUNT(*), NULL FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    " WHERE status = 'dead' GROUP BY queue")
 
 QUEUE_STATES = "SELECT queue, paused FROM prefork_queue_states"
 
