@@ -6,6 +6,7 @@ venv, see django_lines.py). Every step is a real process: `manage.py migrate`,
 `manage.py pq ...` (the management command enqueues and reads results), and
 `prefork-queue --django proj.settings` running the tasks."""
 import json
+import signal
 import sqlite3
 import subprocess
 import uuid
@@ -290,3 +291,14 @@ def test_bad_django_setups_are_one_line_errors(line, tmp_path, settings, message
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("project", ["sqlite"], indirect=True)
+def test_a_reload_keeps_the_django_database(project):
+    sup = project.supervisor()
+    wait_until(lambda: sup.log.events("worker_ready"), timeout=30, message="a worker ready")
+    sup.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: sup.log.events("config_reloaded"), timeout=30, message="the reload")
+    after = project.enqueue("record", "after the reload")
+    assert project.wait_result(after, "SUCCESSFUL")["return_value"] == "after the reload"
+    assert not sup.log.events("worker_boot_failed")

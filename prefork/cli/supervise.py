@@ -19,12 +19,13 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
         if config.reload and not reloader.supervised():
             reloader.refuse_under_systemd(dict(os.environ))
             return reloader.Watcher(_run_args(args), config.path).run()
+        from ..contrib.django import runner
         from ..supervisor.loop import Supervisor
-        config = with_django(config)   # --django: the queue on the project's database
+        given, config = config, with_django(config)   # --django: the project's database
         with reloader.reporting_files(config.app):
             import_handlers(config)
         create_embedded(config)   # a SQLite file: the workers' children find it ready
-        return Supervisor(config, args.flags).run()
+        return Supervisor(config, runner.pinned_flags(args.flags, given, config)).run()
     return ExitCode.OK   # a stop signal ended the start-up (CleanStop logged it)
 
 

@@ -9,7 +9,7 @@ named, DJANGO_SETTINGS_MODULE from the environment (as manage.py would read it).
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from ... import config as config_module
 from ...config import Config
@@ -20,6 +20,7 @@ from ...store import open_store
 from . import database
 
 APP = "prefork.contrib.django"
+PINNED = ("dsn", "db_password", "queues")   # what configured() may take from Django
 _set_up: str | None = None   # the settings module django.setup() ran with
 
 
@@ -51,6 +52,19 @@ def configured(config: Config) -> Config:
     queues = list(dict.fromkeys(queue for backend in backends for queue in sorted(backend.queues)))
     return database.queue_config(config, aliases[0], connections[aliases[0]].settings_dict,
                                  queues)
+
+
+def pinned_flags(flags: Mapping[str, str | None], given: Config,
+                 derived: Config) -> dict[str, str | None]:
+    """The supervisor's flags with what configured() took from Django added: a SIGHUP
+    reloads the config from flags, file and environment, and must find the same
+    database (the password too; these flags are never a command line)."""
+    pinned = dict(flags)
+    for name in PINNED:
+        value = getattr(derived, name)
+        if value != getattr(given, name):
+            pinned[name] = ",".join(value) if isinstance(value, list) else str(value)
+    return pinned
 
 
 def load_tasks(config: Config) -> None:
