@@ -249,8 +249,8 @@ def test_no_connection_crosses_a_fork_and_none_leaks(project):
         conn.close()
 
 
-# MySQL prunes a job's results once the store's prune and discard delete them (the
-# diff in the Django helper's report); SQLite's trigger does it already.
+# SQLite's trigger deletes a job's results with it; on MySQL the store's prune and
+# discard will (the diff in the Django helper's report: then drop this mark).
 @pytest.mark.parametrize("project", ["sqlite"], indirect=True)
 def test_results_go_with_their_jobs(project):
     done = project.enqueue("record", "pruned")
@@ -275,6 +275,14 @@ def test_results_go_with_their_jobs(project):
 
 
 def _result_rows(project):
+    if project.engine == "mysql":
+        conn = admin_connection(database=project.db_name)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT COUNT(*) FROM prefork_task_results")
+                return cursor.fetchone()[0]
+        finally:
+            conn.close()
     with sqlite3.connect(project.db_name) as conn:
         return conn.execute("SELECT COUNT(*) FROM prefork_task_results").fetchone()[0]
 
@@ -302,3 +310,29 @@ def test_a_reload_keeps_the_django_database(project):
     after = project.enqueue("record", "after the reload")
     assert project.wait_result(after, "SUCCESSFUL")["return_value"] == "after the reload"
     assert not sup.log.events("worker_boot_failed")
+
+
+CHECK_OPTIONS = """
+import django
+from django.conf import settings
+settings.configure(INSTALLED_APPS=["prefork.contrib.django"], TASKS={"default": {
+    "BACKEND": "prefork.contrib.django.TaskBackend", "OPTIONS": %r}})
+django.setup()
+from prefork.contrib.django import compat
+try:
+    compat.task_backends()["default"]
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"databse": "default"}, "TASKS['default']['OPTIONS'] has an unknown key 'databse'"),
+    ({"max_attempts": 0}, "TASKS['default']['OPTIONS']['max_attempts'] must be an int from 1"),
+    ({"store_traceback": "yes"}, "['store_traceback'] must be True or False, not 'yes'"),
+])
+def test_options_are_checked_when_the_backend_is_built(line, options, message):
+    done = subprocess.run([line.python, "-c", CHECK_OPTIONS % (options,)], capture_output=True,
+                          text=True, timeout=60, env=cli_env())
+    assert done.stdout.startswith("ImproperlyConfigured "), done.stdout + done.stderr
+    assert message in done.stdout, done.stdout
