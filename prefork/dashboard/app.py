@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 
 from ..config import Config
-from ..errors import DatabaseUnavailable
+from ..errors import DatabaseUnavailable, UserError
 from ..failures import ErrorWriter, database_error
 from ..store import driver_errors, open_store
 from ..store.contract import Store
@@ -92,6 +92,8 @@ class Dashboard:
             response = self.dispatch(request)
         except HTTPError as exc:
             response = self.error(request, exc.status, exc.message)
+        except UserError as exc:   # the store refused an input: a one-line answer
+            response = self.error(request, HTTPStatus.BAD_REQUEST, str(exc))
         except DatabaseUnavailable as exc:
             self._drop_store()
             response = self.error(request, HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
@@ -150,9 +152,9 @@ class Dashboard:
             body = (resources.files("prefork.dashboard") / "static" / name).read_bytes()
         except FileNotFoundError:
             raise HTTPError(HTTPStatus.NOT_FOUND, "no such file") from None
-        response = Response(body, content_type=STATIC_TYPES[match.group(1)])
-        return response
-
+        # Cached for a while, revalidated on a reload: an upgrade shows within the hour.
+        return Response(body, content_type=STATIC_TYPES[match.group(1)],
+                        cache="public, max-age=3600")
 
 
 def notice_text(request: Request) -> str:

@@ -3,7 +3,6 @@ from a request, a job with its payload redacted, the overview, the schedules.
 
 Every read here is one of the store's indexed reads (queue_overview, throughput,
 find_jobs, get, status): nothing counts or scans done rows."""
-import dataclasses
 import json
 from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
@@ -139,9 +138,13 @@ def _plain_value(value: Any) -> Any:
 
 def overview(store: Store, heartbeat_interval: float) -> dict[str, Any]:
     """Per queue figures (from the claim index and the rollup) and the supervisors."""
-    queues = [plain(dataclasses.asdict(item)) for item in store.queue_overview()]
-    return {"queues": queues, "supervisors": supervisors(store, heartbeat_interval),
+    return {"queues": queues(store), "supervisors": supervisors(store, heartbeat_interval),
             "now": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def queues(store: Store) -> list[dict[str, Any]]:
+    """Every known queue's figures (vars(): a shallow copy, asdict() deep-copies)."""
+    return [plain(vars(item)) for item in store.queue_overview()]
 
 
 def supervisors(store: Store, heartbeat_interval: float) -> list[dict[str, Any]]:
@@ -157,7 +160,7 @@ def throughput(store: Store, span: str, queue: str | None) -> dict[str, Any]:
         raise HTTPError(HTTPStatus.BAD_REQUEST, "range must be hour or day")
     since = datetime.now(timezone.utc).replace(tzinfo=None) - RANGES[span]
     points = store.throughput(since, queue)
-    return {"range": span, "points": [plain(dataclasses.asdict(point)) for point in points]}
+    return {"range": span, "points": [plain(vars(point)) for point in points]}
 
 
 def hosts(store: Store) -> list[str]:

@@ -47,8 +47,7 @@ def job(app: "Dashboard", request: Request, job_id: str) -> Response:
 
 
 def queues(app: "Dashboard", request: Request) -> Response:
-    return app.render(request, "queues.html", queues=data.overview(
-        app.store(), app.config.heartbeat_interval)["queues"])
+    return app.render(request, "queues.html", queues=data.queues(app.store()))
 
 
 def schedules(app: "Dashboard", request: Request) -> Response:

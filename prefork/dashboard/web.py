@@ -142,10 +142,11 @@ class Response:
     status: HTTPStatus = HTTPStatus.OK
     content_type: str = "text/html; charset=utf-8"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    cache: str = "no-store"   # pages and data: never from a cache
 
     def send(self, start_response: StartResponse) -> Iterable[bytes]:
         headers = [("Content-Type", self.content_type), ("Content-Length", str(len(self.body))),
-                   ("Cache-Control", "no-store"), *SECURITY_HEADERS, *self.headers]
+                   ("Cache-Control", self.cache), *SECURITY_HEADERS, *self.headers]
         start_response(f"{self.status.value} {self.status.phrase}", headers)
         return [self.body]
 
