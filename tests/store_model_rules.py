@@ -4,9 +4,12 @@ the next claim), fail, release, extend, lease expiry and recovery, hand-back.
 Each rule asks the model what the contract allows, runs the real store and
 compares; the machine in store_model.py adds the operators' rules and the check
 of the whole store after every step."""
+from datetime import timedelta
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-from store_model_state import CLEAR, DEAD, EXPIRE_LEASE, NEW_ROWS, READY, RESERVED, Model, raw
+from store_model_state import (
+    CLEAR, DEAD, EXPIRE_LEASE, NEW_ROWS, PAST, READY, RESERVED, Model, as_time, raw, utc_now)
 
 from prefork.errors import LeaseLost
 from prefork.jobs import new_job
@@ -20,9 +23,11 @@ FAR = 10 * 86400.0              # a delay that never passes during a run (7.5 da
 QUEUE = st.sampled_from(QUEUES)
 QUEUE_LISTS = st.lists(QUEUE, min_size=1, max_size=3, unique=True)   # tried in this order
 KEY = st.one_of(st.none(), st.sampled_from(("k1", "k2", "k3")))
-# (queue, key, delayed, priority, max_attempts, job type)
-JOB_SPECS = st.tuples(QUEUE, KEY, st.booleans(), st.sampled_from((-1, 0, 5)), st.integers(1, 3),
-                      st.sampled_from(("t.a", "t.b")))
+# When a new job is due: now, after a delay, or at a run_at long past or far ahead.
+WHEN = ("now", "delay", "run_at past", "run_at ahead")
+# (queue, key, when, priority, max_attempts, job type)
+JOB_SPECS = st.tuples(QUEUE, KEY, st.sampled_from(WHEN), st.sampled_from((-1, 0, 5)),
+                      st.integers(1, 3), st.sampled_from(("t.a", "t.b")))
 # A lease to use: (index, which): one the model says is still held, a stale one
 # whose job another lease holds now, or any lease handed out so far.
 PICK = st.tuples(st.integers(0, 1000), st.sampled_from(("held", "superseded", "any")))
@@ -50,9 +55,11 @@ class LifeCycleRules(RuleBasedStateMachine):
     # -- choosing ------------------------------------------------------------------------
 
     def _new(self, spec):
-        queue, key, delayed, priority, max_attempts, kind = spec
+        queue, key, when, priority, max_attempts, kind = spec
+        run_at = {"run_at past": PAST, "run_at ahead": utc_now() + timedelta(seconds=FAR)}
         return new_job(kind, {"n": len(self.model.jobs)}, queue=queue, key=key,
-                       delay=FAR if delayed else 0, priority=priority, max_attempts=max_attempts)
+                       delay=FAR if when == "delay" else 0, run_at=run_at.get(when),
+                       priority=priority, max_attempts=max_attempts)
 
     def _lease(self, pick):
         index, which = pick
@@ -124,9 +131,11 @@ class LifeCycleRules(RuleBasedStateMachine):
                 keys.add((new.queue, new.key))
         assert self.store.enqueue_many(batch) == len(fresh), "enqueue_many's count of new jobs"
         rows, _ = raw(self.store, NEW_ROWS, (self.model.max_id,))
-        assert [row[1:] for row in rows] == [(new.queue, new.key) for new in fresh]
-        for (job_id, _, _), new in zip(rows, fresh):
+        assert [row[1:3] for row in rows] == [(new.queue, new.key) for new in fresh]
+        for (job_id, _, _, available_at), new in zip(rows, fresh):
             self.model.add(job_id, new)
+            # Known now, not only after this step: the first claim follows at once.
+            self.model.jobs[job_id].available_at = as_time(available_at)
 
     # -- claims and completions ------------------------------------------------------------
 

@@ -26,7 +26,8 @@ CLEAR = ("DELETE FROM prefork_jobs", "DELETE FROM prefork_processes",
          "DELETE FROM prefork_queue_states", "DELETE FROM prefork_restarts")
 ROWS = ("SELECT id, queue, idempotency_key, status, priority, attempts, max_attempts, crashes,"
         " lease_token, available_at, lease_until, locked_by, process_id FROM prefork_jobs")
-NEW_ROWS = "SELECT id, queue, idempotency_key FROM prefork_jobs WHERE id > %s ORDER BY id"
+NEW_ROWS = ("SELECT id, queue, idempotency_key, available_at FROM prefork_jobs WHERE id > %s"
+            " ORDER BY id")
 EXPIRE_LEASE = "UPDATE prefork_jobs SET lease_until = %s WHERE id = %s AND status = 'reserved'"
 COME_DUE = "UPDATE prefork_jobs SET available_at = %s WHERE id = %s AND status = 'ready'"
 GO_SILENT = "UPDATE prefork_processes SET heartbeat_at = %s WHERE id = %s AND state = 'running'"
@@ -92,8 +93,9 @@ class Model:
         return PAST + timedelta(seconds=self.ticks)
 
     def add(self, job_id, spec):
+        due = spec.run_at <= utc_now() if spec.run_at else spec.delay == 0
         self.jobs[job_id] = ModelJob(job_id, spec.queue, spec.key, spec.type, spec.payload_text,
-                                     spec.priority, spec.max_attempts, due=spec.delay == 0)
+                                     spec.priority, spec.max_attempts, due)
         if spec.key is not None:
             self.keys[(spec.queue, spec.key)] = job_id
         self.max_id = max(self.max_id, job_id)
