@@ -249,7 +249,8 @@ class LifeCycleRules(RuleBasedStateMachine):
         """A worker whose lease was lost (its job claimed again since) tries every
         way of finishing it: none may touch the job."""
         job = self._superseded()[index % len(self._superseded())]
-        store, finished = self.claimed_on[job.lease], RetryPolicy().decide(job.attempt, job.max_attempts)
+        store = self.claimed_on[job.lease]
+        finished = RetryPolicy().decide(job.attempt, job.max_attempts)
         assert not store.complete(job) and not store.complete_many([job.lease])
         assert not store.fail(job, "Stale", finished) and not store.extend(job, LEASE)
         assert store.extend_many([job.lease], LEASE) == 0 and not store.release(job)
