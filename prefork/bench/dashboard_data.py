@@ -20,6 +20,8 @@ from typing import Any
 from ..config import Config, load
 from ..errors import UserError
 from ..jobs import JobStatus
+from ..logs import error_class
+from ..store import driver_errors
 from ..store.mysql.dashboard_bench import fill, rebuild_dashboard_indexes
 from ..store.mysql.store import MySQLStore
 from ..store.views import MAX_PAGE, JobFilter
@@ -132,10 +134,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=50, help="calls per read (default 50)")
     args = parser.parse_args(argv)
     try:
-        run(load({"dsn": args.dsn, "dialect": args.dialect}), args.calls)
+        # Filling and indexing a million rows takes longer than a job's statements.
+        run(load({"dsn": args.dsn, "dialect": args.dialect, "read_timeout": "600",
+                  "write_timeout": "600"}), args.calls)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except driver_errors() as exc:
+        print(f"error: the database failed: {error_class(exc)}", file=sys.stderr)
+        return 3
     return 0
 
 

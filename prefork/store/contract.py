@@ -290,10 +290,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def find_jobs(self, job_filter: JobFilter, after_id: int | None, limit: int) -> JobPage:
-        """Up to `limit` (at most views.MAX_PAGE) jobs matching the filter with ids below
-        after_id (None: from the newest), newest first, without payloads: keyset
-        paging, each filter read through an index. A job that matches all along is
-        on exactly one page however jobs change between pages."""
+        """Up to `limit` jobs matching the filter with ids below after_id (None: from the
+        newest), newest first, without payloads: keyset paging, each filter read
+        through an index (store/job_search.py). A job that matches all along is on
+        exactly one page however jobs change between pages. UserError for a limit
+        outside 1 to views.MAX_PAGE."""
 
     @abc.abstractmethod
     def write_minutes(self, process_id: int, host: str, counts: Sequence[MinuteCounts]) -> None:

@@ -24,8 +24,9 @@ MAX_PAGE = 500   # the most rows find_jobs returns in one page
 @dataclass(frozen=True)
 class JobFilter:
     """Which jobs a Jobs page lists; None matches all. key_prefix matches idempotency
-    keys starting with it (literally: % and _ are no wildcards); created_from is
-    inclusive, created_to exclusive (naive UTC, or aware: converted)."""
+    keys starting with it (literally: % and _ are no wildcards; "" matches all, as
+    None); created_from is inclusive, created_to exclusive (naive UTC, or aware:
+    converted)."""
     queue: str | None = None
     status: JobStatus | None = None
     job_type: str | None = None

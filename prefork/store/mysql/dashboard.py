@@ -79,10 +79,14 @@ class MySQLDashboard(MySQLSession):
         self._in_snapshot = True
         try:
             yield
-        finally:
-            self._in_snapshot = False
+        except BaseException:
+            self._rollback_quietly()   # the connection may be gone: the caller's error wins
+            raise
+        else:
             with self.conn.cursor() as cursor:
                 cursor.execute(END_SNAPSHOT)
+        finally:
+            self._in_snapshot = False
 
     # -- the rollup ---------------------------------------------------------------------------
 

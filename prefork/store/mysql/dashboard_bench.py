@@ -20,8 +20,8 @@ DIGITS_CREATE = "CREATE TABLE prefork_bench_digits (d INT NOT NULL PRIMARY KEY) 
 DIGITS_FILL = "INSERT INTO prefork_bench_digits (d) VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)"
 DIGITS_DROP = "DROP TABLE IF EXISTS prefork_bench_digits"
 
-# (rows, ready rows, ready rows again, start, spacing in microseconds): n below
-# 2,000,000 from seven digits (the last one 0 or 1).
+# ((rows, ready rows) four times, start, spacing in microseconds, first n, end n):
+# n below 2,000,000 from seven digits (the last one 0 or 1), a chunk at a time.
 FILL_JOBS = (
     "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, status, attempts,"
     " available_at, created_at, updated_at, finished_at, last_error)"
@@ -39,7 +39,7 @@ FILL_JOBS = (
     " + 1000000 * d7.d AS n FROM prefork_bench_digits AS d1, prefork_bench_digits AS d2,"
     " prefork_bench_digits AS d3, prefork_bench_digits AS d4, prefork_bench_digits AS d5,"
     " prefork_bench_digits AS d6, prefork_bench_digits AS d7 WHERE d7.d < 2) AS numbers"
-    " WHERE n < %s) AS history ORDER BY n")
+    " WHERE n >= %s AND n < %s) AS history ORDER BY n")
 
 # The rollup of those days: every minute from the start (minutes, start minute),
 # each of the four queues' two types on two supervisors.
@@ -62,6 +62,7 @@ DROP_DASHBOARD_INDEXES = (
     " DROP INDEX ix_prefork_jobs_key, DROP INDEX ix_prefork_jobs_created")
 
 DASHBOARD_MIGRATION = 4
+FILL_CHUNK = 100_000   # rows per INSERT ... SELECT: seconds each, on a slow machine too
 
 
 def fill(store: MySQLStore, rows: int, ready: int, start: datetime, spacing_seconds: float,
@@ -72,7 +73,9 @@ def fill(store: MySQLStore, rows: int, ready: int, start: datetime, spacing_seco
     store._rowcount(DIGITS_CREATE)
     try:
         store._rowcount(DIGITS_FILL)
-        store._rowcount(FILL_JOBS, (rows, ready) * 4 + (start, spacing, rows))
+        for first in range(0, rows, FILL_CHUNK):   # in n order: ids follow creation
+            store._rowcount(FILL_JOBS, (rows, ready) * 4 + (
+                start, spacing, first, min(rows, first + FILL_CHUNK)))
         store._rowcount(FILL_MINUTES, (first_minute, minutes))
     finally:
         store._rowcount(DIGITS_DROP)
