@@ -73,15 +73,16 @@ def log_in(driver, dashboard):
 
 
 def text_of(driver, element_id):
-    return driver.find_element(By.ID, element_id).text
+    """The element's text, read in one script call: the page may be replacing it (or
+    navigating away) meanwhile, which would leave a WebElement stale. "" when absent."""
+    return driver.execute_script(
+        "const found = document.getElementById(arguments[0]);"
+        "return found ? found.textContent : '';", element_id)
 
 
 def wait_for_notice(driver, words):
     """After a click that posts a form: the page it redirects to, saying `words`."""
-    def shown():
-        notices = driver.find_elements(By.ID, "notice")
-        return notices and words in notices[0].text
-    wait_until(shown, message=f"the notice {words!r}")
+    wait_until(lambda: words in text_of(driver, "notice"), message=f"the notice {words!r}")
 
 
 def test_log_in_retry_pause_and_resume_with_hostile_data_inert(browser, dashboard,

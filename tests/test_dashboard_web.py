@@ -379,7 +379,9 @@ def test_bad_settings_are_one_line_and_a_wide_bind_warns(sqlite_migrated, tmp_pa
     missing = run_dashboard(f"sqlite:///{tmp_path / 'none.db'}")
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     with DashboardProcess(dsn) as process:
-        pass
+        taken = run_dashboard(dsn, "--dashboard-bind", process.address)
+    assert taken.returncode == 2 and "Traceback" not in taken.stderr
+    assert taken.stderr.startswith(f"prefork-queue: error: cannot listen on {process.address}")
     wide = subprocess.Popen([sys.executable, "-c", RUN_DASHBOARD, "dashboard",
                              "--dashboard-bind", "0.0.0.0:0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=cli_env(dsn))

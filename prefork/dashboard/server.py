@@ -44,21 +44,26 @@ def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> N
                          server_name="prefork-queue-dashboard")
     server.max_request_header_size = MAX_REQUEST_HEADER
     server.max_request_body_size = MAX_REQUEST_BODY
+    signal.signal(signal.SIGTERM, _interrupt)   # from here on, a stop is a clean one
     try:
-        server.prepare()
-    except OSError as exc:
-        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    bound_host, bound_port = server.bind_addr[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    mode = "read-only (no dashboard password set)" if read_only else "actions need a login"
-    print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
+        _listen(server, host, port)
+        bound_host, bound_port = server.bind_addr[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        mode = "read-only: no dashboard password set" if read_only else "actions need a login"
+        print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})",
+              flush=True)
         server.serve()
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        server.stop()   # (nothing to do when it never listened)
+
+
+def _listen(server: wsgi.Server, host: str, port: int) -> None:
+    try:
+        server.prepare()
+    except OSError as exc:
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
