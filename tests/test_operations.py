@@ -126,3 +126,13 @@ def test_claims_record_the_supervisor(backend_store, db):
 def test_prune_durations(text, seconds):
     from prefork.cli.operations import duration
     assert duration(text) == seconds
+
+
+def test_prune_takes_a_zero_age_as_an_age(tmp_path):
+    """0s prunes everything finished: it must not be read as "no age given"."""
+    from conftest import run_cli
+    dsn = f"sqlite:///{tmp_path / 'q.db'}"
+    assert run_cli("migrate", dsn=dsn).returncode == 0
+    result = run_cli("prune", "--done-older-than", "0s", dsn=dsn)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["deleted 0 done jobs", "deleted 0 old supervisor records"]

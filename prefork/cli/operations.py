@@ -114,7 +114,9 @@ def prune_command(args: argparse.Namespace, config: Config) -> None:
         if age is not None:
             deleted = _prune_status(store, status, age)
             print(f"deleted {deleted} {status} jobs")
-    records = store.prune_processes(args.done_older_than or args.dead_older_than)
+    # A zero age is an age (prune everything finished): only None means not given.
+    records_age = args.done_older_than if args.done_older_than is not None else args.dead_older_than
+    records = store.prune_processes(records_age)
     print(f"deleted {records} old supervisor records")
 
 

@@ -5,12 +5,13 @@ from ..config import Config
 from ..settings import example_file, settings_table
 from ..errors import UserError
 from ..store import open_store
+from .helpers import with_django
 from .parser import command
 
 
 @command("migrate", "Create or upgrade the queue schema (safe to run twice).")
 def migrate_command(args: argparse.Namespace, config: Config) -> None:
-    store = open_store(config, create=True)
+    store = open_store(with_django(config), create=True)
     applied = store.migrate()
     print(f"applied versions {', '.join(map(str, applied))}" if applied else "schema is up to date")
 
