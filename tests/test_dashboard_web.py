@@ -237,10 +237,14 @@ def test_actions_change_exactly_what_they_say(dashboard, queue_store):
     assert {q.queue: q.paused for q in queue_store.queue_overview()}["q3"] is False
     assert client.post("/queues/pause", {"csrf": token, "queue": "<b>"}).status == 400
     assert client.post("/restart", {"csrf": token, "host": "nowhere"}).status == 400
-    _, before, _ = queue_store.control_state("any-host")
+    queue_store.register_process("web-1", 4242, ["q1"], 2, "test")
+    assert "web-1" in client.get("/restart").text
+    assert client.post("/restart", {"csrf": token, "host": "web-1"}).status == 303
+    _, web_1, _ = queue_store.control_state("web-1")
+    assert web_1 is not None and queue_store.control_state("web-2")[1] is None
     assert client.post("/restart", {"csrf": token, "host": "*"}).status == 303
-    _, after, _ = queue_store.control_state("any-host")
-    assert after is not None and after != before
+    _, every_host, _ = queue_store.control_state("web-2")
+    assert every_host is not None
 
 
 def test_bulk_action_on_everything_matching_goes_in_bounded_batches(dashboard, queue_store, db):
