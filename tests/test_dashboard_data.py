@@ -37,7 +37,8 @@ from prefork.store.views import JobFilter, MinuteCounts, MinutePoint, QueueOverv
 
 CASES = ("sqlite", "mariadb", "mysql")   # SQLite; MariaDB in each SQL dialect
 BASE = datetime(2026, 1, 1, 12, 0)
-KEY_STEMS = ("ord-", "ord_", "50%off", "a!b", None)   # wildcards and the escape character
+# Wildcards, the escape character, the last character (no key range ends above it).
+KEY_STEMS = ("ord-", "ord_", "50%off", "a!b", None, "\U0010ffff")
 
 
 class Dash:
@@ -151,7 +152,8 @@ FILTERS = [
     JobFilter(queue="q2", job_type="b.y", status=JobStatus.READY),
     JobFilter(key_prefix="ord"), JobFilter(key_prefix="ord-"), JobFilter(key_prefix="ord_"),
     JobFilter(key_prefix="50%"), JobFilter(key_prefix="a!b1"), JobFilter(key_prefix="%"),
-    JobFilter(key_prefix="_"), JobFilter(key_prefix="ord-1", status=JobStatus.DONE, queue="q2"),
+    JobFilter(key_prefix="_"), JobFilter(key_prefix="\U0010ffff"),
+    JobFilter(key_prefix="ord-1", status=JobStatus.DONE, queue="q2"),
     JobFilter(created_from=BASE + timedelta(minutes=30)),
     JobFilter(created_to=BASE + timedelta(minutes=30)),
     JobFilter(created_from=BASE + timedelta(minutes=29, seconds=30),

@@ -49,7 +49,8 @@ class MySQLDashboard(MySQLSession):
         return overviews(live, states, rollup)
 
     def throughput(self, since: datetime, queue: str | None = None) -> list[MinutePoint]:
-        return [MinutePoint(minute, int(done), int(failed), int(dead)) for minute, done, failed, dead
+        return [MinutePoint(minute, int(done), int(failed), int(dead))
+                for minute, done, failed, dead
                 in self._named(THROUGHPUT, {"since": since, "queue": queue})]
 
     # -- the Jobs page ----------------------------------------------------------------------

@@ -29,6 +29,9 @@ from .dashboard_queries import (
 from .file import stamp, utc_now
 from .session import SQLiteSession
 
+# A key range's open end: SQLite orders every BLOB after every TEXT value.
+ABOVE_ALL_TEXT = b""
+
 FIND_STATEMENTS = {Path.ID: FIND_BY_ID, Path.KEY: FIND_BY_KEY, Path.KEY_ONLY: FIND_BY_KEY_ONLY,
                    Path.TYPE: FIND_BY_STATUS_TYPE, Path.QUEUE: FIND_BY_STATUS_QUEUE,
                    Path.STATUS: FIND_BY_STATUS}
@@ -60,6 +63,8 @@ class SQLiteDashboard(SQLiteSession):
         return find_page(self, job_filter, after_id, limit)
 
     def read_page(self, path: Path, params: dict[str, Any]) -> list[JobRow]:
+        if params["key_high"] is None:
+            params = {**params, "key_high": ABOVE_ALL_TEXT}
         return self._read_dicts(FIND_STATEMENTS[path], _stamped(params))
 
     def created_id(self, first: bool, moment: datetime) -> int | None:

@@ -37,13 +37,14 @@ FIND_BY_STATUS_TYPE = (
     " AND created_at >= :created_from AND created_at < :created_to"
     " ORDER BY id DESC LIMIT :limit")
 
-# Keys in [:key_low, :key_high) (job_search.key_range; :key_high NULL: no bound),
-# in BINARY collation: exactly the keys that start with the prefix.
+# Keys in [:key_low, :key_high) (job_search.key_range; with no bound, :key_high
+# is a BLOB, which SQLite orders after every TEXT), in BINARY collation: exactly
+# the keys that start with the prefix. Both bounds bind the index range.
 FIND_BY_KEY = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
     " finished_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_key"
-    " WHERE idempotency_key >= :key_low AND (:key_high IS NULL OR idempotency_key < :key_high)"
+    " WHERE idempotency_key >= :key_low AND idempotency_key < :key_high"
     " AND id < :before AND id >= :id_min AND (:status IS NULL OR status = :status)"
     " AND (:queue IS NULL OR queue = :queue) AND (:job_type IS NULL OR job_type = :job_type)"
     " AND created_at >= :created_from AND created_at < :created_to"
@@ -56,7 +57,7 @@ FIND_BY_KEY_ONLY = (
     " j.max_attempts, j.crashes, j.available_at, j.lease_until, j.locked_by, j.last_error,"
     " j.created_at, j.updated_at, j.finished_at FROM (SELECT id FROM prefork_jobs"
     " INDEXED BY ix_prefork_jobs_key WHERE idempotency_key >= :key_low"
-    " AND (:key_high IS NULL OR idempotency_key < :key_high)"
+    " AND idempotency_key < :key_high"
     " AND id < :before AND id >= :id_min ORDER BY id DESC LIMIT :limit) AS page"
     " JOIN prefork_jobs AS j ON j.id = page.id ORDER BY j.id DESC")
 
@@ -66,8 +67,7 @@ FIND_BY_ID = (
     " finished_at FROM prefork_jobs"
     " WHERE id = :job_id AND id < :before AND (:status IS NULL OR status = :status)"
     " AND (:queue IS NULL OR queue = :queue) AND (:job_type IS NULL OR job_type = :job_type)"
-    " AND (:key_low IS NULL OR (idempotency_key >= :key_low"
-    " AND (:key_high IS NULL OR idempotency_key < :key_high)))"
+    " AND (:key_low IS NULL OR (idempotency_key >= :key_low AND idempotency_key < :key_high))"
     " AND created_at >= :created_from AND created_at < :created_to")
 
 # The id bounds of a time range (job_search._id_bounds): the first job created
