@@ -143,6 +143,17 @@ def test_retry_all_matching_runs_batch_after_batch_with_progress(browser, dashbo
     assert sqlite_db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE status = 'ready'") == 1100
     assert store.get(other)["status"] == "dead"
 
+    sqlite_db.execute("UPDATE prefork_jobs SET status = 'dead' WHERE queue = 'bulk'")
+    browser.find_element(By.ID, "discard-all").click()   # arms it only
+    assert "Click again to confirm" in text_of(browser, "progress")
+    assert sqlite_db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE queue = 'bulk'") == 1100
+    browser.find_element(By.ID, "discard-all").click()
+    wait_until(lambda: "discard: done, 1100 jobs." in text_of(browser, "progress"), timeout=30,
+               message="the bulk discard finished")
+    assert sqlite_db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE queue = 'bulk'") == 0
+    assert store.get(other)["status"] == "dead"
+    assert_inert(browser)
+
 
 def queue_cells(driver, queue):
     """The overview table's cells of `queue` as texts (None while it has no row), read in

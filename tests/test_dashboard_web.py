@@ -170,6 +170,21 @@ def test_keyset_paging_has_no_gap_or_repeat_while_jobs_change(dashboard, queue_s
         assert "older →" in html.text
     assert pages == 3
     assert seen == sorted(first, reverse=True)
+    # The HTML pages' links walk the same way: "older →" to the end, "← newest" back.
+    html_ids, path = [], "/jobs?queue=paged"
+    while path:
+        text = client.request("GET", path).text
+        html_ids += [int(found) for found in re.findall(r'<td><a href="/jobs/(\d+)">', text)]
+        older = re.search(r'<a id="older" href="([^"]+)"', text)
+        path = older.group(1).replace("&amp;", "&") if older else None
+        if older is None:
+            assert re.search(r'<a id="newest" href="/jobs\?[^"]*queue=paged', text)
+    api_ids, after = [], ""
+    while after is not None:
+        answer = client.get("/api/jobs", queue="paged", after=after).json()
+        api_ids += [row["id"] for row in answer["rows"]]
+        after = answer["next_after"] and str(answer["next_after"])
+    assert html_ids == api_ids and len(api_ids) == 123
 
 
 # -- read-only and the login -----------------------------------------------------------------

@@ -34,9 +34,9 @@ def _job_list(app: "Dashboard", request: Request, template: str,
                                       data.after_id(request.arg("after")), data.PAGE_SIZE)
     except HTTPError as exc:   # a bad filter: the form again, with the problem named
         return app.render(request, template, HTTPStatus.BAD_REQUEST, filters=values,
-                          statuses=list(JobStatus), problem=exc.message, page=None)
+                          statuses=list(JobStatus), problem=exc.message, page=None, paged=False)
     return app.render(request, template, filters=values, statuses=list(JobStatus),
-                      problem="", page=data.job_list(found))
+                      problem="", page=data.job_list(found), paged=bool(request.arg("after")))
 
 
 def job(app: "Dashboard", request: Request, job_id: str) -> Response:

@@ -179,7 +179,20 @@
       stop.hidden = true;
       buttons.forEach((button) => { button.disabled = false; });
     }
-    buttons.forEach((button) => button.addEventListener("click", () => run(button.dataset.action)));
+    // Discarding everything that matches cannot be undone: the first click only arms
+    // the button (no dialog: the page opens none), a second within 5 s runs it.
+    let armed = null;
+    buttons.forEach((button) => button.addEventListener("click", () => {
+      const action = button.dataset.action;
+      if (action === "discard" && armed !== button) {
+        armed = button;
+        progress.textContent = "Discard every dead job matching the filter, for good? Click again to confirm.";
+        window.setTimeout(() => { if (armed === button) { armed = null; progress.textContent = ""; } }, 5000);
+        return;
+      }
+      armed = null;
+      run(action);
+    }));
   }
 
   if (body.dataset.page === "overview") startOverview();
