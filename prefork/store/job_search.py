@@ -8,8 +8,9 @@ after the equalities, is in id order, so a page is a short backward range read
 (`id < after_id ... ORDER BY id DESC LIMIT n`) with no sort, whatever the page
 number. Without a state filter the four states are read as four such ranges,
 in one snapshot, and merged. Two filters cannot be served in id order by any
-index: a key prefix (a range on the key index: its matches are sorted, so a
-prefix should be selective) and a time range (created_at is not indexed in id
+index: a key prefix (a range of the key index, whose matches are sorted: of a
+prefix alone, the index entries only, then the page's rows by id; with other
+filters, the matching rows) and a time range (created_at is not indexed in id
 order; ids follow creation time, so the range becomes an id range found through
 the created_at index, widened by CREATED_SLACK for ids taken out of time order,
 and created_at is checked on each row as well).
