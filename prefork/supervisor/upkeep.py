@@ -29,6 +29,7 @@ from .rollup import Rollup, utc_minute
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
+ROLLUP_MARGIN = 0.5         # seconds into a minute before the one just over is written
 
 Result = TypeVar("Result")
 
@@ -154,7 +155,8 @@ class Upkeep:
         kept waits for the next minute."""
         if now < self.next_rollup_at:
             return
-        self.next_rollup_at = now + 60.0 - time.time() % 60.0
+        # Just after the next minute starts by this host's clock, which stamps the counts.
+        self.next_rollup_at = now + 60.0 - time.time() % 60.0 + ROLLUP_MARGIN
         self._write_rollup(self.rollup.due(utc_minute()))
 
     def flush_rollup(self) -> None:
