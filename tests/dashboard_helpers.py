@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from urllib.parse import urlencode
 
@@ -32,9 +33,11 @@ class DashboardProcess:
         extra = dict(env or {})
         if password is not None:
             extra["PREFORK_QUEUE_DASHBOARD_PASSWORD"] = password
+        # stderr (its log) to a file: a pipe nobody reads would block it once full.
+        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-c", RUN_DASHBOARD, "dashboard", "--dashboard-bind",
-             "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=self.log,
             env=cli_env(dsn, **extra))
         try:
             line = self._first_line(timeout)
@@ -52,7 +55,7 @@ class DashboardProcess:
                 return self.process.stdout.readline().decode()
             if self.process.poll() is not None:
                 raise AssertionError(f"dashboard exited {self.process.returncode}: "
-                                     f"{self.process.stderr.read().decode()}")
+                                     f"{self.stderr()}")
         raise AssertionError("the dashboard did not say it listens")
 
     @property
@@ -64,7 +67,9 @@ class DashboardProcess:
         return Client(host, int(port), self.prefix)
 
     def stderr(self):
-        return self.process.stderr.read().decode() if self.process.poll() is not None else ""
+        """What it logged so far."""
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
 
     def stop(self):
         if self.process.poll() is None:
@@ -74,8 +79,7 @@ class DashboardProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            stream.close()
+        self.process.stdout.close()
 
     def __enter__(self):
         return self
