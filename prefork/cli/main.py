@@ -17,6 +17,7 @@ from . import setup  # noqa: F401
 from . import doctor  # noqa: F401
 from . import operations  # noqa: F401
 from . import bench  # noqa: F401
+from . import dashboard  # noqa: F401
 from .exit_codes import ExitCode
 from .parser import COMMANDS, PROG, build_parser, command_in, parse, with_default_command
 
