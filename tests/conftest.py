@@ -187,7 +187,8 @@ def make_config(migrated, dialect):
     return _config_maker(migrated, dialect)
 
 
-QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
+QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
+                "prefork_minutes", "prefork_task_results")
 
 
 @pytest.fixture
