@@ -454,5 +454,7 @@ def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):
         sup.kill_all()
         store.close()
     dash.raw = MySQLTestDatabase(server.connect(database=server.database), server.database)
-    assert {key: totals[:3] for key, totals in dash.rollup().items()} == expected_rollup(dash)
-    assert sum(totals[0] for totals in dash.rollup().values()) == 10
+    written = {key: totals[:3] for key, totals in dash.rollup().items()}
+    log = "\n".join(sup.log_text().splitlines()[-40:])
+    assert written == expected_rollup(dash), log
+    assert sum(totals[0] for totals in written.values()) == 10, log
