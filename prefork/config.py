@@ -63,26 +63,30 @@ class Config:
         if self.db_password:
             return str(self.db_password)
         if self.db_password_file:
-            return self._password_from_file(self.db_password_file)
+            return read_password_file(self.db_password_file, "db_password_file",
+                                      self.db_password_file_mode_check)
         return None
 
-    def _password_from_file(self, path: str) -> str:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                if self.db_password_file_mode_check:
-                    _check_private(path, os.fstat(handle.fileno()).st_mode)
-                return handle.readline().rstrip("\r\n")
-        except OSError as exc:
-            raise UserError(f"cannot read db_password_file {path!r}: {exc.strerror}") from None
-        except UnicodeDecodeError:   # its message would show the password's bytes
-            raise UserError(f"db_password_file {path!r} is not UTF-8") from None
+
+def read_password_file(path: str, setting: str, check_mode: bool = True) -> str:
+    """The first line of the password file that `setting` names (db_password_file,
+    dashboard_password_file); with check_mode, refused when others may read it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if check_mode:
+                _check_private(path, os.fstat(handle.fileno()).st_mode, setting)
+            return handle.readline().rstrip("\r\n")
+    except OSError as exc:
+        raise UserError(f"cannot read {setting} {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:   # its message would show the password's bytes
+        raise UserError(f"{setting} {path!r} is not UTF-8") from None
 
 
-def _check_private(path: str, mode: int) -> None:
+def _check_private(path: str, mode: int, setting: str) -> None:
     """Refuse a password file others could read, or could have written: checked on the
     mode bits, since reading them as root would succeed whatever they say."""
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise UserError(f"db_password_file {path!r} is accessible to its group or others "
+        raise UserError(f"{setting} {path!r} is accessible to its group or others "
                         f"(mode {stat.S_IMODE(mode):04o}): chmod 600 it, or set "
                         f"db_password_file_mode_check = false")
 

@@ -144,6 +144,14 @@ class Event(enum.StrEnum):
     DJANGO_TASK_ERROR_UNSAVED = ("django_task_error_unsaved", WARNING,
                                  "a failed task attempt's error could not be written for "
                                  "get_result() (the failure itself is recorded)")
+    # -- the dashboard (prefork/dashboard/) --------------------------------------------------
+    DASHBOARD_STARTED = ("dashboard_started", INFO,
+                         "the dashboard listens: its address, URL prefix, read-only or not")
+    DASHBOARD_LOGIN_FAILED = ("dashboard_login_failed", WARNING,
+                              "a wrong dashboard password (or one too many) from an address")
+    DASHBOARD_ACTION = ("dashboard_action", INFO,
+                        "a logged-in dashboard user retried, discarded, paused, resumed or "
+                        "restarted: what, how many jobs, from which address")
 
 _BY_NAME = {member.value: member for member in Event}
 

@@ -4,6 +4,7 @@ holds while jobs change, actions change exactly what they say, and what must be
 refused (no password, no login, no CSRF token, a foreign Origin, a wrong password)
 is refused and changes nothing. Hostile data renders inert."""
 import io
+import json
 import re
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 from conftest import admin_connection, cli_env
+from harness import catalogued
 from dashboard_helpers import PASSWORD, RUN_DASHBOARD, DashboardProcess, make_dead
 
 from prefork.dashboard import create_app
@@ -235,7 +237,8 @@ def test_a_login_sets_a_strict_http_only_cookie_and_logout_ends_it(dashboard, qu
 
 def test_actions_change_exactly_what_they_say(dashboard, queue_store):
     one, two, three = (make_dead(queue_store, queue=q) for q in ("q1", "q2", "q3"))
-    client = dashboard(password=PASSWORD).client()
+    process = dashboard("--log-format", "json", password=PASSWORD)
+    client = process.client()
     token = client.log_in()
     answer = client.post("/dead/retry", {"csrf": token, "id": [one], "back": "job"})
     assert answer.status == 303 and answer.headers["location"] == f"/jobs/{one}?notice=retry&count=1"
@@ -251,6 +254,11 @@ def test_actions_change_exactly_what_they_say(dashboard, queue_store):
     assert client.post("/queues/resume", {"csrf": token, "queue": "q3"}).status == 303
     assert {q.queue: q.paused for q in queue_store.queue_overview()}["q3"] is False
     assert client.post("/queues/pause", {"csrf": token, "queue": "<b>"}).status == 400
+    actions = [event for event in map(json.loads, process.stderr().splitlines())
+               if event["event"] == catalogued("dashboard_action")]
+    assert [(e["action"], e.get("jobs"), e.get("queue")) for e in actions] == [
+        ("retry", 1, None), ("discard", 1, None), ("discard", 0, None), ("paused", None, "q3"),
+        ("resumed", None, "q3")]
     assert client.post("/restart", {"csrf": token, "host": "nowhere"}).status == 400
     queue_store.register_process("web-1", 4242, ["q1"], 2, "test")
     assert "web-1" in client.get("/restart").text

@@ -250,8 +250,7 @@ def test_no_connection_crosses_a_fork_and_none_leaks(project):
 
 
 # SQLite's trigger deletes a job's results with it; on MySQL the store's prune and
-# discard will (the diff in the Django helper's report: then drop this mark).
-@pytest.mark.parametrize("project", ["sqlite"], indirect=True)
+# discard delete them just before the jobs.
 def test_results_go_with_their_jobs(project):
     done = project.enqueue("record", "pruned")
     dead = project.enqueue("big_result", 5000)

@@ -30,6 +30,9 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Also fill the table with N done rows and rerun the largest "
                             "worker count (MySQL only; e.g. 1000000).")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    group.add_argument("--dashboard", action="store_true",
+                       help="Instead: fill the configured (empty, scratch) MySQL database with "
+                            "1,110,000 jobs and time the dashboard's reads at p95.")
 
 
 @command("bench", "Measure throughput, pickup latency, database load and memory of the "
@@ -38,6 +41,10 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
          "Ctrl-C), so the account needs DELETE on prefork_jobs.", arguments=_bench_arguments,
          own_flags=("--workers",))   # here --workers is a list of counts
 def bench_command(args: argparse.Namespace, config: Config) -> int:
+    if args.dashboard:
+        from ..bench import dashboard_data
+        dashboard_data.run(config, calls=50)
+        return 0
     from ..bench import Plan, run_bench
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json)

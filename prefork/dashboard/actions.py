@@ -13,6 +13,8 @@ from urllib.parse import urlencode
 import pymysql
 from pymysql.constants import ER
 
+from .. import logs
+from ..events import Event
 from ..jobs import QUEUE_PATTERN, JobStatus
 from ..store.contract import Store
 from . import data
@@ -30,10 +32,12 @@ NO_DELETE = ("discard needs the DELETE privilege on prefork_jobs, which this das
 
 def login(app: "Dashboard", request: Request) -> Response:
     if app.gate.locked_out(request.remote_addr):
+        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.remote_addr, locked_out=True)
         return app.render(request, "login.html", HTTPStatus.TOO_MANY_REQUESTS,
                           problem="too many wrong passwords: wait a few minutes")
     session_id = app.gate.log_in(request.remote_addr, request.form_value("password"))
     if session_id is None:
+        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.remote_addr, locked_out=False)
         return app.render(request, "login.html", HTTPStatus.UNAUTHORIZED,
                           problem="wrong password")
     response = redirect(request.root + "/")
@@ -69,6 +73,7 @@ def selected(app: "Dashboard", request: Request, action: str) -> Response:
     """The dead jobs ticked on the page (or the one of a job's page)."""
     ids = [int(text) for text in request.form.get("id", []) if text.isdigit()][:BATCH]
     count = act_on_dead(app.store(), action, ids)
+    audit(request, action, jobs=count, selected=len(ids))
     # A job retried from its own page shows that page again; anything else the list.
     back_to_job = request.form_value("back") == "job" and action == "retry" and ids
     where = f"/jobs/{ids[0]}" if back_to_job else "/dead"
@@ -86,6 +91,8 @@ def batch(app: "Dashboard", request: Request) -> Response:
                            data.after_id(request.form_value("after")), BATCH)
     ids = [int(row["id"]) for row in page.rows]
     count = act_on_dead(store, request.form_value("action"), ids)
+    audit(request, request.form_value("action"), jobs=count, batch_of=len(ids),
+          filter={name: value for name, value in values.items() if value})
     return json_response({"processed": count, "seen": len(ids),
                           "next_after": page.next_after, "finished": page.next_after is None})
 
@@ -106,6 +113,7 @@ def _set_paused(app: "Dashboard", request: Request, paused: bool) -> Response:
         raise HTTPError(HTTPStatus.BAD_REQUEST, "not a queue name")
     app.store().set_paused(queue, paused)
     notice = "paused" if paused else "resumed"
+    audit(request, notice, queue=queue)
     return redirect(request.root + "/queues?" + urlencode({"notice": notice, "queue": queue}))
 
 
@@ -114,7 +122,14 @@ def restart(app: "Dashboard", request: Request) -> Response:
     if host != ALL_HOSTS and host not in data.hosts(app.store()):
         raise HTTPError(HTTPStatus.BAD_REQUEST, "no supervisor runs on that host")
     app.store().request_restart(host)
+    audit(request, "restart", host=host)
     return redirect(request.root + "/restart?" + urlencode({"notice": "restart", "host": host}))
+
+
+def audit(request: Request, action: str, **fields: object) -> None:
+    """Log what a logged-in user changed (there is one password: the address says who)."""
+    logs.event(Event.DASHBOARD_ACTION, None, action=action, address=request.remote_addr,
+               **fields)
 
 
 ROUTES = (

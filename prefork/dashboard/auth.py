@@ -7,14 +7,13 @@ session id (kept in memory only: a restart logs everyone out) and a CSRF token o
 its own, which every state-changing request must carry.
 """
 import hmac
-import os
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..config import _check_private
+from ..config import read_password_file
 from ..errors import UserError
 
 SESSION_COOKIE = "prefork_dashboard"
@@ -35,15 +34,8 @@ def configured_password(config: Any) -> str | None:
     path = config.dashboard_password_file
     if not path:
         return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if config.db_password_file_mode_check:
-                _check_private(path, os.fstat(handle.fileno()).st_mode)
-            password = handle.readline().rstrip("\r\n")
-    except OSError as exc:
-        raise UserError(f"cannot read dashboard_password_file {path!r}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"dashboard_password_file {path!r} is not UTF-8") from None
+    password = read_password_file(path, "dashboard_password_file",
+                                  config.db_password_file_mode_check)
     if not password:
         raise UserError(f"dashboard_password_file {path!r} is empty")
     return password

@@ -148,9 +148,10 @@ def queues(store: Store) -> list[dict[str, Any]]:
 
 
 def supervisors(store: Store, heartbeat_interval: float) -> list[dict[str, Any]]:
-    """The running supervisors as `status` reports them. Asked with a done window of 0,
-    status() reads an empty range of done rows: the done counts come from the rollup."""
-    report = status_report.build(store.status(0), heartbeat_interval)
+    """The running supervisors as `status` reports them (their rows only: the counts
+    come from queue_overview)."""
+    report = status_report.build((store.running_processes(), [], {}, set()),
+                                 heartbeat_interval)
     rows: list[dict[str, Any]] = report["supervisors"]
     return rows
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from cheroot import wsgi
 
+from .. import logs
 from ..errors import UserError
+from ..events import Event
 
 THREADS = 10
 REQUEST_TIMEOUT = 30        # seconds a client may take to send a request
@@ -52,6 +54,8 @@ def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> N
         mode = "read-only: no dashboard password set" if read_only else "actions need a login"
         print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})",
               flush=True)
+        logs.event(Event.DASHBOARD_STARTED, address=f"{shown}:{bound_port}",
+                   url_prefix=url_prefix, read_only=read_only)
         server.serve()
     except KeyboardInterrupt:
         pass

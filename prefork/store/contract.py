@@ -257,6 +257,11 @@ class Store(abc.ABC):
         """Pause (no host claims it) or resume a queue."""
 
     @abc.abstractmethod
+    def running_processes(self) -> list[dict[str, Any]]:
+        """The running supervisors, as status() lists them (its first part), without its
+        counts: the dashboard takes those from queue_overview()."""
+
+    @abc.abstractmethod
     def status(self, done_window_seconds: float = 3600) -> StatusRows:
         """(running supervisors as dicts, live counts [(queue, status, due, count,
         oldest age s)], {queue: done in the window}, paused queues). Never reads

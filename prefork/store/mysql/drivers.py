@@ -24,7 +24,7 @@ from pymysql.constants import ER
 from ...errors import NoQueueDatabase
 from ...jobs import NewJob
 from .session import error_code, redacted
-from .store import _bell_key, enqueue_on
+from .store import bell_key, enqueue_on
 
 # "Table 'jobs.prefork_jobs' doesn't exist": the database the statement looked in
 # (the one the application chose last, whatever the connection was opened with).
@@ -53,7 +53,7 @@ class Driver:
         return enqueue_on(cursor, new_job)
 
     def bell_key_of(self, conn: Any) -> str:
-        return _bell_key(_text(self.database(conn)))
+        return bell_key(_text(self.database(conn)))
 
     @contextmanager
     def queue_schema_named(self, conn: Any) -> Iterator[None]:

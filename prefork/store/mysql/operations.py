@@ -7,6 +7,7 @@ Every time is the server's UTC_TIMESTAMP(6), so hosts with skewed clocks agree.
 import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from ...jobs import JobStatus
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
@@ -15,6 +16,7 @@ from .queries import (
     CONTROL,
     COUNT_FINISHED,
     DISCARD_DEAD,
+    DISCARD_DEAD_RESULTS,
     DONE_SINCE,
     HEARTBEAT,
     JOBS_OF,
@@ -22,6 +24,7 @@ from .queries import (
     MARK_PRUNED,
     PAUSED_QUEUES,
     PRUNE_FINISHED,
+    PRUNE_FINISHED_RESULTS,
     PRUNE_PROCESSES,
     REGISTER,
     REQUEST_RESTART,
@@ -92,8 +95,11 @@ class MySQLOperations(MySQLSession):
 
     # -- status and pruning -------------------------------------------------------------
 
+    def running_processes(self) -> list[dict[str, Any]]:
+        return self._dicts(RUNNING_PROCESSES, ())
+
     def status(self, done_window_seconds: float = 3600) -> StatusRows:
-        processes = self._dicts(RUNNING_PROCESSES, ())
+        processes = self.running_processes()
         live = self._all(LIVE_COUNTS)
         done: dict[str, int] = dict(self._all(DONE_SINCE, (micros(done_window_seconds),)))
         paused = {row[0] for row in self._all(PAUSED_QUEUES)}
@@ -105,8 +111,9 @@ class MySQLOperations(MySQLSession):
 
     def prune_finished(self, status: JobStatus, older_than_seconds: float,
                        batch: int = 1000) -> int:
-        return self._rowcount(PRUNE_FINISHED, (JobStatus(status).value,
-                                               micros(older_than_seconds), batch))
+        args = (JobStatus(status).value, micros(older_than_seconds), batch)
+        self._rowcount(PRUNE_FINISHED_RESULTS, args)
+        return self._rowcount(PRUNE_FINISHED, args)
 
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
         deleted = self._rowcount(PRUNE_PROCESSES, (micros(older_than_seconds), batch))
@@ -119,5 +126,6 @@ class MySQLOperations(MySQLSession):
     def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:
             return 0
-        return self._rowcount(DISCARD_DEAD.format(ids=placeholders(len(job_ids))),
-                              list(job_ids))
+        ids = placeholders(len(job_ids))
+        self._rowcount(DISCARD_DEAD_RESULTS.format(ids=ids), list(job_ids))
+        return self._rowcount(DISCARD_DEAD.format(ids=ids), list(job_ids))

@@ -325,6 +325,17 @@ PRUNE_PROCESSES = (
 
 DISCARD_DEAD = "DELETE FROM prefork_jobs WHERE status = 'dead' AND id IN ({ids})"
 
+# The results of Django tasks (schema 0005) go with their jobs: each runs just before
+# the statement above it that deletes those jobs (the same rows: same filter, order
+# and bound). MySQL allows no LIMIT in a multi-table DELETE, but does in a derived table.
+PRUNE_FINISHED_RESULTS = (
+    "DELETE r FROM prefork_task_results AS r JOIN (SELECT id FROM prefork_jobs"
+    " WHERE status = %s AND finished_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+    " ORDER BY finished_at LIMIT %s) AS doomed ON r.job_id = doomed.id")
+DISCARD_DEAD_RESULTS = (
+    "DELETE r FROM prefork_task_results AS r JOIN prefork_jobs AS j ON j.id = r.job_id"
+    " WHERE j.status = 'dead' AND j.id IN ({ids})")
+
 # --- schema and session ----------------------------------------------------------------------
 
 # DDL commits implicitly in MySQL, so two hosts migrating at once are kept

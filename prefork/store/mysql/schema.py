@@ -24,9 +24,12 @@ from .session import MySQLSession, error_code, redacted
 MIGRATION_LOCK = "prefork_queue_migrate"
 
 # What a worker account may read, insert and update (no DELETE, no DDL): the
-# jobs, the supervisor registry, and the control tables (`pause` and `restart`
-# run with it too; `prune`, `discard` and `migrate` need an admin account).
-WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts")
+# jobs, the supervisor registry, the control tables (`pause` and `restart`
+# run with it too; `prune`, `discard` and `migrate` need an admin account), and
+# the per-minute rollup supervisors write for the dashboard.
+WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
+                 "prefork_minutes",        # the supervisors' per-minute counts (dashboard)
+                 "prefork_task_results")   # a Django task's result, written with its completion
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.%-]{1,64}")   # whole names only: fullmatch
 # An application table for --tables: `table`, or `database.table` for another
 # database on the same server (the handler's connection reaches it too).

@@ -3,7 +3,6 @@ and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
 import math
 import random
-import re
 import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -15,7 +14,7 @@ import pymysql
 from pymysql.constants import CLIENT, COMMAND, ER
 
 from ...config import Config
-from ...errors import DatabaseUnavailable, NoQueueDatabase, UserError
+from ...errors import DatabaseUnavailable, UserError
 from ..contract import Store
 from .portable_queries import MYSQL_SQL_MODE
 from .queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
@@ -145,27 +144,6 @@ def set_multi_statements(conn: pymysql.connections.Connection, enabled: bool) ->
     option = MULTI_STATEMENTS_ON if enabled else MULTI_STATEMENTS_OFF
     raw._execute_command(COMMAND.COM_SET_OPTION, struct.pack("<H", option))
     raw._read_packet()
-
-
-@contextmanager
-def queue_schema_named(conn: pymysql.connections.Connection) -> Iterator[None]:
-    """An application's connection to a database without the queue schema: our
-    NoQueueDatabase naming the database, not the driver's error 1146. Translated
-    once the statement failed: nothing is looked up beforehand."""
-    try:
-        yield
-    except pymysql.err.ProgrammingError as exc:
-        # "Table 'jobs.prefork_jobs' doesn't exist": the database is named there even
-        # when the application chose it with select_db() (conn.db keeps the first one).
-        missing = re.search(r"'(.+)\.prefork_\w+'", str(exc.args[-1]))
-        if error_code(exc) != ER.NO_SUCH_TABLE or missing is None:
-            raise
-        user, socket = (value.decode("utf-8") if isinstance(value, bytes) else value
-                        for value in (conn.user, conn.unix_socket))
-        raise NoQueueDatabase(redacted({"user": user, "database": missing.group(1),
-                                        "unix_socket": socket, "host": conn.host,
-                                        "port": conn.port}),
-                              "run migrate (as an account allowed to CREATE)") from None
 
 
 class MySQLSession(Store):

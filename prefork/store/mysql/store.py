@@ -37,7 +37,6 @@ from .queries import (
 from .schema import MySQLSchema
 from .server import Flavor
 from .session import connect, micros, parse_dsn
-from .session import queue_schema_named as queue_schema_named  # for prefork.enqueue
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard):
@@ -47,7 +46,7 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard):
 
     def __init__(self, config: Config) -> None:
         self.dsn_args = parse_dsn(config.dsn)
-        self.bell_key = _bell_key(self.dsn_args["database"])
+        self.bell_key = bell_key(self.dsn_args["database"])
         self.config = config
         self.conn, self.server, self.dialect = connect(config, self.dsn_args, config.password())
         if self.dialect is Flavor.MYSQL:
@@ -131,11 +130,6 @@ def enqueue_on(cursor: pymysql.cursors.Cursor, new_job: NewJob) -> int:
     return cursor.lastrowid
 
 
-def _bell_key(database: str | None) -> str:
-    return f"mysql/{database}"   # what names this database for same-host wake-ups
-
-
-def bell_key_of(conn: pymysql.connections.Connection) -> str:
-    """The bell key of the database an application's PyMySQL connection uses."""
-    database = conn.db.decode("utf-8") if isinstance(conn.db, bytes) else conn.db
-    return _bell_key(database)
+def bell_key(database: str | None) -> str:
+    """What names this database for same-host wake-ups (drivers.py: an application's)."""
+    return f"mysql/{database}"

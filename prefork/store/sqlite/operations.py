@@ -87,13 +87,18 @@ class SQLiteOperations(SQLiteSession):
 
     # -- status and pruning -------------------------------------------------------------
 
-    def status(self, done_window_seconds: float = 3600) -> StatusRows:
+    def running_processes(self) -> list[dict[str, Any]]:
         now = utc_now()
         processes = self._read_dicts(RUNNING_PROCESSES, {})
         for process in processes:
             for name in ("started_at", "heartbeat_at"):
                 process[name] = datetime.fromisoformat(process[name])
             process["heartbeat_age_s"] = (now - process["heartbeat_at"]).total_seconds()
+        return processes
+
+    def status(self, done_window_seconds: float = 3600) -> StatusRows:
+        now = utc_now()
+        processes = self.running_processes()
         with closing(self._read(LIVE_COUNTS, {"now": stamp(now)})) as cursor:
             live: list[tuple[Any, ...]] = [
                 (queue, status, due, count, (now - datetime.fromisoformat(oldest)).total_seconds())
