@@ -18,8 +18,7 @@ from conftest import cli_env, wait_until
 from prefork.jobs import new_job
 from prefork.retry import Decision
 
-RUN_DASHBOARD = ("import prefork.cli.dashboard, sys; from prefork.cli.main import main; "
-                 "sys.exit(main())")
+DASHBOARD_COMMAND = [sys.executable, "-m", "prefork", "dashboard"]
 SERVING = re.compile(r"dashboard serving on http://([^/]+)(/\S*)? ")
 PASSWORD = "correct horse battery staple"
 WORKER = "dashboard-test:1"
@@ -36,7 +35,7 @@ class DashboardProcess:
         # stderr (its log) to a file: a pipe nobody reads would block it once full.
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", RUN_DASHBOARD, "dashboard", "--dashboard-bind",
+            [*DASHBOARD_COMMAND, "--dashboard-bind",
              "127.0.0.1:0", *args], stdout=subprocess.PIPE, stderr=self.log,
             env=cli_env(dsn, **extra))
         try:

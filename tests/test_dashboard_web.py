@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from conftest import admin_connection, cli_env
 from harness import catalogued
-from dashboard_helpers import PASSWORD, RUN_DASHBOARD, DashboardProcess, make_dead
+from dashboard_helpers import DASHBOARD_COMMAND, PASSWORD, DashboardProcess, make_dead
 
 from prefork.dashboard import create_app
 from prefork.jobs import new_job
@@ -386,7 +386,7 @@ def test_a_url_prefix_serves_every_page_and_link_under_it(dashboard, queue_store
 
 
 def run_dashboard(dsn, *args, **env):
-    return subprocess.run([sys.executable, "-c", RUN_DASHBOARD, "dashboard", *args],
+    return subprocess.run([*DASHBOARD_COMMAND, *args],
                           capture_output=True, text=True, timeout=30, env=cli_env(dsn, **env))
 
 
@@ -409,7 +409,7 @@ def test_bad_settings_are_one_line_and_a_wide_bind_warns(sqlite_migrated, tmp_pa
         taken = run_dashboard(dsn, "--dashboard-bind", process.address)
     assert taken.returncode == 2 and "Traceback" not in taken.stderr
     assert taken.stderr.startswith(f"prefork-queue: error: cannot listen on {process.address}")
-    wide = subprocess.Popen([sys.executable, "-c", RUN_DASHBOARD, "dashboard",
+    wide = subprocess.Popen([*DASHBOARD_COMMAND,
                              "--dashboard-bind", "0.0.0.0:0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=cli_env(dsn))
     try:
