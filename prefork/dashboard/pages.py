@@ -1,6 +1,6 @@
 """The HTML pages (GET only): overview, jobs, one job, dead jobs, queues, schedules,
 restart, and the login form. Each renders a template from the store's indexed reads
-(data.py); the overview's live figures and charts are drawn by static/overview.js
+(data.py); the overview's live figures and charts are drawn by static/dashboard.js and static/charts.js
 from the JSON API."""
 from http import HTTPStatus
 from typing import TYPE_CHECKING
