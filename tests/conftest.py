@@ -17,11 +17,14 @@ tests speak what PREFORK_QUEUE_DIALECT says (auto when unset): with
 PREFORK_QUEUE_DIALECT=mysql the whole suite runs in the mysql dialect.
 """
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pymysql
@@ -117,23 +120,45 @@ def mysql_server():
     return SERVER
 
 
+@contextmanager
+def scratch_database(prefix):
+    """A new empty database on the server (`prefix_<pid>_<random>`: runs side by side
+    never meet), yielded by name and dropped on exit."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with closing(admin_connection()) as admin:
+        with admin.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{name}`")
+        try:
+            yield name
+        finally:
+            with admin.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+def mysql_dsn(database):
+    """The DSN of `database` on the test server, as root (no password)."""
+    return f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{database}"
+
+
+@pytest.fixture
+def bell_base(monkeypatch):
+    """A short private base for the bell directories (a socket's path must fit 108 bytes),
+    for this process's rings and, passed as XDG_RUNTIME_DIR, a supervisor's bell alike."""
+    base = Path(tempfile.mkdtemp(prefix="pqbell"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def database(mysql_server):
-    name = f"pq_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    conn = admin_connection()
-    with conn.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE `{name}`")
-    try:
+    with scratch_database("pq_test") as name:
         yield name
-    finally:
-        with conn.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        conn.close()
 
 
 @pytest.fixture(scope="session")
 def dsn(database):
-    return f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{database}"
+    return mysql_dsn(database)
 
 
 @pytest.fixture(autouse=True)

@@ -38,13 +38,11 @@ Run: tests/test_store_model.py (CI size, every backend), or longer:
     python tests/store_model.py --steps 20000 [--backend sqlite|mariadb|mysql]
 """
 import argparse
-import os
 import tempfile
 import time
-import uuid
 from contextlib import ExitStack, contextmanager
 
-import pymysql
+from conftest import mysql_dsn, scratch_database
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -61,9 +59,6 @@ BACKENDS = ("sqlite", "mariadb", "mysql")   # mariadb/mysql: the `dialect` setti
 SILENCE = 3600.0                # prune_silent()'s threshold
 MAX_SUPERVISORS = 4
 CONNECTIONS = 2                 # stores (connections) on one queue: workers use them in turn
-SERVER = {"host": os.environ.get("PREFORK_TEST_DB_HOST", "127.0.0.1"),
-          "port": int(os.environ.get("PREFORK_TEST_DB_PORT", "3306")),
-          "user": os.environ.get("PREFORK_TEST_DB_USER", "root")}
 
 
 class StoreMachine(LifeCycleRules):
@@ -221,7 +216,7 @@ def run(stores, examples, steps, tally, **options):
 @contextmanager
 def fresh_stores(backend, folder):
     """CONNECTIONS stores on a new, migrated database of `backend`: a SQLite file in
-    `folder`, or a database on the MariaDB server at SERVER spoken to in dialect
+    `folder`, or a database on the test MariaDB server (conftest's SERVER) spoken to in dialect
     `backend`; the database is removed afterwards."""
     if backend == "sqlite":
         config = config_module.load({"dsn": f"sqlite:///{folder}/model.db"}, environ={})
@@ -229,17 +224,11 @@ def fresh_stores(backend, folder):
         with opened(config) as stores:
             yield stores
         return
-    name = f"pq_model_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = pymysql.connect(password="", autocommit=True, **SERVER)
-    try:
-        admin.cursor().execute(f"CREATE DATABASE `{name}`")
-        dsn = f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{name}"
-        with opened(config_module.load({"dsn": dsn, "dialect": backend}, environ={})) as stores:
+    with scratch_database("pq_model") as name:
+        config = config_module.load({"dsn": mysql_dsn(name), "dialect": backend}, environ={})
+        with opened(config) as stores:
             stores[0].migrate()
             yield stores
-    finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.close()
 
 
 @contextmanager

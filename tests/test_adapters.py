@@ -7,7 +7,6 @@ real supervisor. The job rides the application's transaction: a rollback takes i
 with the application's row, a commit publishes both. Anything else is refused in one
 line naming what is accepted.
 """
-import os
 import sqlite3
 import uuid
 from contextlib import closing, contextmanager
@@ -19,10 +18,9 @@ import mysql.connector.pooling
 import pymysql
 import pytest
 import sqlalchemy
-from conftest import SERVER, admin_connection, run_cli, wait_until
+from conftest import SERVER, admin_connection, run_cli, scratch_database, wait_until
 from harness import supervisor_starter
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
-from test_client import bell_base  # noqa: F401 (a fixture: a private bell directory)
 
 import prefork
 from prefork import config as config_module
@@ -188,7 +186,7 @@ def test_the_job_rolls_back_and_commits_with_the_applications_transaction(target
                                 (key,)) == job_id
 
 
-def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):  # noqa: F811
+def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):
     """A poll interval of a minute: the job runs within the deadline only if notify()
     on the application's connection rang the supervisor's bell."""
     config = config_module.load({"dsn": target.dsn}, environ={})
@@ -196,7 +194,7 @@ def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):  
         bell_dir = Path(bell_directory(queue_store.bell_key))
     with supervisor_starter(tmp_path, target.dsn, "--app", "ledger_app") as start:
         sup = start("--workers", "1", "--poll-interval", "60",
-                    env={"XDG_RUNTIME_DIR": bell_base})
+                    env={"XDG_RUNTIME_DIR": str(bell_base)})
         sup.wait_event("worker_ready")
         wait_until((bell_dir / f"{sup.pid}.sock").exists, message="the supervisor's bell")
         with target.application() as app:
@@ -211,12 +209,8 @@ def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):  
 @pytest.fixture(scope="module")
 def schemaless_database(mysql_server):
     """A MySQL database without the queue schema (an application's own, say)."""
-    name = f"pq_adapters_empty_{os.getpid()}"
-    with closing(admin_connection()) as admin, admin.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE `{name}`")
-    yield name
-    with closing(admin_connection()) as admin, admin.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    with scratch_database("pq_adapters_empty") as name:
+        yield name
 
 
 def table_count(driver, where):

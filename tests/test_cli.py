@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pymysql
 import pytest
 from cli_checks import DATABASE_ERROR, USAGE_ERROR, assert_refused, closed_port, run_cli_in
-from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar
+from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar, scratch_database
 
 from prefork.cli.main import parse
 from prefork.cli.parser import with_default_command
@@ -36,14 +36,8 @@ def dsn_for(database, user=None):
 @pytest.fixture
 def fresh_database(mysql_server):
     """An empty database (no schema) created for the test and dropped after it."""
-    name = f"pq_cli_{uuid.uuid4().hex[:10]}"
-    admin = admin_connection()
-    admin.cursor().execute(f"CREATE DATABASE `{name}`")
-    try:
+    with scratch_database("pq_cli") as name:
         yield name
-    finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.close()
 
 
 # --- enqueue ---------------------------------------------------------------------------

@@ -6,16 +6,14 @@ creates a database, never shares a connection with a forked child, and drops a
 connection a database error may have broken.
 """
 import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 from contextlib import closing
 from pathlib import Path
 
 import pymysql
 import pytest
-from conftest import admin_connection, run_cli, wait_until
+from conftest import admin_connection, mysql_dsn, run_cli, scratch_database, wait_until
 from harness import supervisor_starter
 
 import prefork
@@ -87,24 +85,15 @@ def test_a_missing_sqlite_file_is_refused_and_not_created(tmp_path):
 
 
 def test_a_mysql_database_without_the_schema_is_refused(mysql_server):
-    name = f"prefork_client_no_schema_{os.getpid()}"
-    with closing(admin_connection()) as admin:
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE {name}")
-        try:
-            dsn = f"mysql://{mysql_server['user']}@{mysql_server['host']}:" \
-                  f"{mysql_server['port']}/{name}"
-            with prefork.Client(dsn, config=config_module.load(environ={})) as client:
-                with pytest.raises(NoQueueDatabase, match=f"no queue database at "
-                                   f"mysql://root@.*/{name}: run migrate"):
-                    client.enqueue("noop")
-            with admin.cursor() as cursor:
-                cursor.execute("SELECT COUNT(*) FROM information_schema.tables"
-                               " WHERE table_schema = %s", (name,))
-                assert cursor.fetchone()[0] == 0
-        finally:
-            with admin.cursor() as cursor:
-                cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+    with scratch_database("pq_client_no_schema") as name:
+        with prefork.Client(mysql_dsn(name), config=config_module.load(environ={})) as client:
+            with pytest.raises(NoQueueDatabase, match=f"no queue database at "
+                               f"mysql://root@.*/{name}: run migrate"):
+                client.enqueue("noop")
+        with closing(admin_connection()) as admin, admin.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM information_schema.tables"
+                           " WHERE table_schema = %s", (name,))
+            assert cursor.fetchone()[0] == 0
 
 
 def test_bad_arguments_are_refused_before_any_connection(tmp_path):
@@ -132,16 +121,6 @@ def test_enqueue_rings_this_hosts_supervisors(sqlite_migrated):
         bell.close()
 
 
-@pytest.fixture
-def bell_base(monkeypatch):
-    """A short private base for the bell directories (a socket's path must fit 108 bytes),
-    for this process's rings and the supervisor's bell alike."""
-    base = tempfile.mkdtemp(prefix="pqbell")
-    monkeypatch.setenv("XDG_RUNTIME_DIR", base)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
-
-
 def test_an_idle_supervisor_runs_the_job_at_once(tmp_path, sqlite_db, sqlite_migrated,
                                                  bell_base):
     """A poll interval of a minute: the job is run within the deadline only if the
@@ -151,7 +130,7 @@ def test_an_idle_supervisor_runs_the_job_at_once(tmp_path, sqlite_db, sqlite_mig
         bell_dir = Path(bell_directory(queue_store.bell_key))
     with supervisor_starter(tmp_path, sqlite_migrated, "--app", "ledger_app") as start:
         sup = start("--workers", "1", "--poll-interval", "60",
-                    env={"XDG_RUNTIME_DIR": bell_base})
+                    env={"XDG_RUNTIME_DIR": str(bell_base)})
         sup.wait_event("worker_ready")
         wait_until((bell_dir / f"{sup.pid}.sock").exists, message="the supervisor's bell")
         with prefork.Client(config=config) as client:

@@ -9,12 +9,12 @@ import json
 import signal
 import sqlite3
 import subprocess
-import uuid
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import admin_connection, cli_env, wait_until
+from conftest import admin_connection, cli_env, scratch_database, wait_until
 from django_lines import django6_venv, this_python
 from harness import EventLog
 
@@ -39,24 +39,18 @@ def project(request, line, tmp_path):
         pytest.skip(f"{line.name}: mysqlclient does not import (pip install mysqlclient "
                     "needs libmariadb-dev and pkg-config)")
     engine = "sqlite" if request.param == "sqlite" else "mysql"
-    if engine == "mysql":
-        request.getfixturevalue("mysql_server")
-        name = f"pq_dj_{uuid.uuid4().hex[:12]}"
-        admin = admin_connection()
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{name}`")
-    else:
-        name = str(tmp_path / "project.sqlite3")
-    made = Project(line, engine, name, tmp_path, driver=request.param)
-    try:
-        made.manage("migrate", "--no-input")
-        yield made
-    finally:
-        made.kill_all()
+    with ExitStack() as database:   # a MySQL database is dropped after the processes end
         if engine == "mysql":
-            with admin.cursor() as cursor:
-                cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
-            admin.close()
+            request.getfixturevalue("mysql_server")
+            name = database.enter_context(scratch_database("pq_dj"))
+        else:
+            name = str(tmp_path / "project.sqlite3")
+        made = Project(line, engine, name, tmp_path, driver=request.param)
+        try:
+            made.manage("migrate", "--no-input")
+            yield made
+        finally:
+            made.kill_all()
 
 
 class DjangoSupervisor(processes.SupervisorProcess):

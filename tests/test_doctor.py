@@ -7,7 +7,7 @@ import re
 import uuid
 
 import pytest
-from conftest import SERVER, admin_connection, run_cli, scalar
+from conftest import SERVER, admin_connection, mysql_dsn, run_cli, scalar, scratch_database
 from tcp_proxy import TcpProxy
 from throwaway_db import free_port
 
@@ -74,16 +74,8 @@ def test_doctor_prints_one_line_per_check(migrated):
 
 @pytest.fixture
 def empty_database(mysql_server):
-    name = f"pq_doctor_{uuid.uuid4().hex[:8]}"
-    conn = admin_connection()
-    with conn.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE `{name}`")
-    try:
-        yield f"mysql://{SERVER['user']}@{SERVER['host']}:{SERVER['port']}/{name}"
-    finally:
-        with conn.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        conn.close()
+    with scratch_database("pq_doctor") as name:
+        yield mysql_dsn(name)
 
 
 def test_no_schema_fails_and_says_to_run_migrate(empty_database):

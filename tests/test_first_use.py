@@ -6,11 +6,12 @@ looked at, and leaves nothing behind.
 """
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from cli_checks import assert_refused, run_cli_in
-from conftest import admin_connection
+from conftest import admin_connection, scratch_database
 
 import prefork
 from prefork.errors import NoQueueDatabase, UserError
@@ -68,19 +69,7 @@ def test_enqueue_on_an_application_sqlite_connection_without_the_schema(tmp_path
 
 
 def test_enqueue_on_a_pymysql_connection_without_the_schema(mysql_server):
-    name = f"prefork_no_schema_{os.getpid()}"
-    admin = admin_connection()
-    try:
-        with admin.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE {name}")
-        app = admin_connection(database=name)
-        try:
-            with pytest.raises(NoQueueDatabase, match=f"no queue database at mysql://.*/{name}: "
-                               "run migrate"):
-                prefork.enqueue(app, "noop")
-        finally:
-            app.close()
-    finally:
-        with admin.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.close()
+    with scratch_database("pq_no_schema") as name, closing(admin_connection(database=name)) as app:
+        with pytest.raises(NoQueueDatabase, match=f"no queue database at mysql://.*/{name}: "
+                           "run migrate"):
+            prefork.enqueue(app, "noop")

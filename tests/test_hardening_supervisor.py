@@ -7,11 +7,9 @@ Each test gives the supervisor (and its own process, which rings as a producer) 
 doorbell base of its own through XDG_RUNTIME_DIR, never the temp folder other runs use."""
 import logging
 import os
-import shutil
 import signal
 import socket
 import stat
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,15 +21,6 @@ from prefork.jobs import new_job
 from prefork.wakeups import doorbell
 
 NOBODY = 65534
-
-
-@pytest.fixture
-def bell_base(monkeypatch):
-    """A short private base for the bell directories (a socket's path must fit 108 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="pqbell"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
