@@ -10,7 +10,6 @@ import enum
 import json
 import re
 import traceback
-from collections.abc import Sequence
 from datetime import datetime, timezone
 from urllib.parse import quote
 

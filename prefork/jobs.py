@@ -6,10 +6,15 @@ import enum
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, ContextManager, NamedTuple, Protocol
 
 from .errors import RejectedJob, UserError
+
+
+def utc_now() -> datetime:
+    """This host's clock in UTC, naive: the form every stored time takes."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 # \A and \Z, not ^ and $: "$" also matches before a final newline, and a queue named
 # "default\n" is one no worker claims. Callers use fullmatch; the anchors keep a .match() right.

@@ -14,12 +14,12 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import Config, load
 from ..errors import UserError
-from ..jobs import JobStatus
+from ..jobs import JobStatus, utc_now
 from ..logs import error_class
 from ..store import driver_errors
 from ..store.mysql.dashboard_bench import fill, rebuild_dashboard_indexes
@@ -104,7 +104,7 @@ def run(config: Config, calls: int, out: Any = sys.stdout) -> None:
         store.migrate()
         if store.find_jobs(JobFilter(), None, 1).rows:
             raise UserError("the database holds jobs: give an empty scratch database")
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        now = utc_now()
         rows = DONE + DEAD + READY
         start = now - timedelta(days=DAYS)
         started = time.monotonic()

@@ -9,7 +9,7 @@ from http import HTTPStatus
 from typing import Any, Mapping, Sequence
 
 from ..cli import status_report
-from ..jobs import JobStatus
+from ..jobs import JobStatus, utc_now
 from ..observers import schedules
 from ..store.contract import JobRow, Store
 from ..store.views import JobFilter, JobPage
@@ -159,7 +159,7 @@ def supervisors(store: Store, heartbeat_interval: float) -> list[dict[str, Any]]
 def throughput(store: Store, span: str, queue: str | None) -> dict[str, Any]:
     if span not in RANGES:
         raise HTTPError(HTTPStatus.BAD_REQUEST, "range must be hour or day")
-    since = datetime.now(timezone.utc).replace(tzinfo=None) - RANGES[span]
+    since = utc_now() - RANGES[span]
     points = store.throughput(since, queue)
     return {"range": span, "points": [plain(vars(point)) for point in points]}
 

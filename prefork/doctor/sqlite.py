@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from ..config import Config
 from ..store.contract import packaged_migrations
 from ..store.sqlite import queries as sqlite_sql
-from ..store.sqlite.file import execute_when_free, network_filesystem, stamp, utc_now
+from ..jobs import utc_now
+from ..store.sqlite.file import execute_when_free, network_filesystem, stamp
 from ..store.sqlite.store import SQLiteStore
 from .checks import CLAIM_PLAN, COMPLETION_PLAN, PLAN_CHECKS, Check, Status, run_check, run_checks
 from .queries import EXPLAIN_SQLITE, JOURNAL_MODE, REMOVE_SCRATCH_JOB_SQLITE, explained

@@ -20,12 +20,12 @@ import os
 import select
 import signal
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Callable, Optional
 
 from .. import config as config_module, logs, observers, registry
 from ..errors import UserError
-from ..jobs import Outcome
+from ..jobs import Outcome, utc_now
 from ..logs import event
 from ..observers import schedules
 from ..titles import master_title, set_title
@@ -309,7 +309,7 @@ class Supervisor:
                 requested_at, database_now, self.restart_applied):
             return
         self.restart_applied = requested_at
-        local_now = datetime.now(timezone.utc).replace(tzinfo=None)
+        local_now = utc_now()
         retired = decisions.to_restart(list(self.children.values()), requested_at,
                                        database_now, local_now)
         for child in retired:

@@ -11,10 +11,10 @@ repeated after a lost answer counts nothing twice.
 """
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Optional
 
-from ..jobs import JobStatus, Outcome
+from ..jobs import JobStatus, Outcome, utc_now
 from ..store.views import MinuteCounts
 from .children import FinishedJob, RunningJob
 
@@ -35,7 +35,7 @@ Key = tuple[datetime, str, str, int]
 
 def utc_minute(moment: Optional[datetime] = None) -> datetime:
     """The minute (naive UTC, truncated) of `moment`, or of now."""
-    moment = moment or datetime.now(timezone.utc).replace(tzinfo=None)
+    moment = moment or utc_now()
     return moment.replace(second=0, microsecond=0)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ... import registry
 from ...errors import PermanentError, RejectedJob
-from ...jobs import Job
+from ...jobs import Job, utc_now
 from ...logs import current_host_pid, event
 from . import compat
 from .options import Options
@@ -59,10 +59,6 @@ def register(task: Any, backend: Any) -> None:
 
 def known(path: str) -> KnownTask | None:
     return _KNOWN.get(path)
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 def stamp(moment: datetime) -> str:

@@ -3,11 +3,12 @@
 MySQLStore. Statements are named in dashboard_queries.py."""
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import pymysql
 
+from ...jobs import utc_now
 from ..job_search import Path, find_page, overviews, rollup_window
 from ..views import JobFilter, JobPage, JobRow, MinuteCounts, MinutePoint, QueueOverview
 from .dashboard_queries import (
@@ -45,7 +46,8 @@ class MySQLDashboard(MySQLSession):
         with self.snapshot():
             live = self._all(LIVE_DUE_COUNTS) + self._all(DEAD_COUNTS)
             states = self._all(QUEUE_STATES)
-            rollup = self._named(ROLLUP_LAST_HOUR, rollup_window(_utc_now()))
+            # The supervisors stamp the rollup's minutes with their own clocks.
+            rollup = self._named(ROLLUP_LAST_HOUR, rollup_window(utc_now()))
         return overviews(live, states, rollup)
 
     def throughput(self, since: datetime, queue: str | None = None) -> list[MinutePoint]:
@@ -109,7 +111,3 @@ class MySQLDashboard(MySQLSession):
             cursor.execute(sql, params)
             return list(cursor.fetchall())
 
-
-def _utc_now() -> datetime:
-    """This host's clock: supervisors stamp the rollup's minutes with theirs."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)

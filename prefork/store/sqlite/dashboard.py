@@ -6,6 +6,7 @@ from contextlib import closing, contextmanager
 from datetime import datetime
 from typing import Any
 
+from ...jobs import utc_now
 from ..job_search import Path, find_page, overviews, rollup_window
 from ..views import JobFilter, JobPage, JobRow, MinuteCounts, MinutePoint, QueueOverview
 from .dashboard_queries import (
@@ -26,7 +27,7 @@ from .dashboard_queries import (
     THROUGHPUT,
     WRITE_MINUTE,
 )
-from .file import stamp, utc_now
+from .file import stamp
 from .session import SQLiteSession
 
 # A key range's open end: SQLite orders every BLOB after every TEXT value.

@@ -61,10 +61,6 @@ def where(dsn: str, path: str) -> str:
     return dsn if dsn[len(DSN_PREFIX):].startswith("/") else f"{dsn} ({path})"
 
 
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
 def stamp(moment: datetime) -> str:
     """Naive UTC datetime -> 'YYYY-MM-DD HH:MM:SS.ffffff' (always six fraction digits)."""
     return moment.isoformat(sep=" ", timespec="microseconds")

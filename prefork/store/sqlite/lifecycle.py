@@ -12,10 +12,10 @@ from typing import Any
 
 from ...errors import LeaseLost
 from ...failures import appended_history, bounded
-from ...jobs import Job, JobStatus, Lease
+from ...jobs import Job, JobStatus, Lease, utc_now
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job
-from .file import stamp, times, utc_now
+from .file import stamp, times
 from .paramstyle import FormatCursor
 from .queries import (
     CLAIM_RESERVE,

@@ -9,10 +9,10 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...jobs import JobStatus
+from ...jobs import JobStatus, utc_now
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
 from .dashboard_queries import PRUNE_MINUTES
-from .file import stamp, utc_now
+from .file import stamp
 from .queries import (
     CONTROL,
     COUNT_FINISHED,

@@ -7,8 +7,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from typing import Any
 
+from ...jobs import utc_now
 from ..contract import Store
-from .file import Params, decode_times, execute_when_free, times, utc_now
+from .file import Params, decode_times, execute_when_free, times
 from .queries import BEGIN_WRITE, COMMIT, ROLLBACK
 
 # Connections inherited over a fork and abandoned: kept referenced so that

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...config import Config
 from ...errors import UserError
-from ...jobs import NewJob
+from ...jobs import NewJob, utc_now
 from ..contract import JobRow, QueueFigures, packaged_migrations, queue_figures
 from .file import (
     connect,
@@ -42,7 +42,6 @@ from .file import (
     run_at_utc,
     split_statements,
     stamp,
-    utc_now,
     warn_once,
     where,
 )
