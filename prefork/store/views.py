@@ -82,3 +82,9 @@ class MinuteCounts:
     failed: int
     dead: int
     run_seconds: float
+
+    def params(self, process_id: int, host: str) -> dict[str, Any]:
+        """The named parameters of a dialect's WRITE_MINUTE for these counts."""
+        return {"minute": self.minute, "queue": self.queue, "job_type": self.job_type,
+                "process_id": process_id, "host": host, "done": self.done,
+                "failed": self.failed, "dead": self.dead, "run_seconds": self.run_seconds}

@@ -96,9 +96,7 @@ class MySQLDashboard(MySQLSession):
     def write_minutes(self, process_id: int, host: str, counts: Sequence[MinuteCounts]) -> None:
         if not counts:
             return
-        rows = [{"minute": row.minute, "queue": row.queue, "job_type": row.job_type,
-                 "process_id": process_id, "host": host, "done": row.done, "failed": row.failed,
-                 "dead": row.dead, "run_seconds": row.run_seconds} for row in counts]
+        rows = [row.params(process_id, host) for row in counts]
 
         def write() -> None:
             with self._transaction() as cursor:

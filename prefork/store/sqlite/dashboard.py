@@ -92,11 +92,8 @@ class SQLiteDashboard(SQLiteSession):
         if not counts:
             return
         with self._write() as cursor:
-            cursor.executemany(WRITE_MINUTE, [
-                {"minute": stamp(row.minute), "queue": row.queue, "job_type": row.job_type,
-                 "process_id": process_id, "host": host, "done": row.done,
-                 "failed": row.failed, "dead": row.dead, "run_seconds": row.run_seconds}
-                for row in counts])
+            cursor.executemany(WRITE_MINUTE, [_stamped(row.params(process_id, host))
+                                              for row in counts])
 
     def _rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
         with closing(self._read(sql, params)) as cursor:
