@@ -36,6 +36,13 @@ class QuickStop(BaseException):
     that a handler's `except Exception` does not swallow it."""
 
 
+class JobCancelled(BaseException):
+    """Raised inside a running handler whose job was cancelled (`prefork-queue cancel`,
+    prefork.cancel()). A BaseException, like QuickStop, so that `except Exception`
+    does not swallow it; `finally` blocks run and job.transaction() rolls back.
+    The job ends cancelled and is not retried."""
+
+
 class JobTimeout(Exception):
     """Raised inside a handler when its soft timeout passes; a failed attempt, retried."""
 

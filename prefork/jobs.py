@@ -42,6 +42,11 @@ class JobStatus(enum.StrEnum):
     RESERVED = "reserved"    # claimed under a lease
     DONE = "done"
     DEAD = "dead"
+    CANCELLED = "cancelled"  # stopped by `cancel`: never run, or stopped while running
+
+
+# The states a job ends in: prune removes them, `cancel` leaves them as they are.
+FINISHED_STATES = (JobStatus.DONE, JobStatus.DEAD, JobStatus.CANCELLED)
 
 
 class Outcome(str, enum.Enum):
@@ -52,6 +57,7 @@ class Outcome(str, enum.Enum):
     LOST = "lost"            # the lease was lost: another worker owns the job now
     RELEASED = "released"    # given back unfinished, its attempt restored (a stop)
     UNSAVED = "unsaved"      # done, its completion to be written with its batch's last
+    CANCELLED = "cancelled"  # stopped by a cancellation (JobCancelled), not retried
 
     def __str__(self) -> str:
         return self.value
@@ -128,6 +134,7 @@ class NewJob:
     run_at: datetime | None = None
     priority: int = 0
     max_attempts: int = 5
+    concurrency_key: str | None = None   # the limit group within its type (prefork/limits)
 
 
 def encode_payload(payload: Payload, max_bytes: int) -> str:
@@ -186,22 +193,23 @@ def _utf8(text: str, what: str) -> bytes:
         raise UserError(f"{what} is not valid Unicode text (a lone surrogate)") from None
 
 
-def check_key(key: object) -> None:
-    """An idempotency key both backends store and compare alike."""
+def check_key(key: object, what: str = "idempotency key") -> None:
+    """An idempotency (or concurrency) key both backends store and compare alike."""
     if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_LENGTH:
-        raise UserError(f"idempotency key must be 1-{MAX_KEY_LENGTH} characters")
+        raise UserError(f"{what} must be 1-{MAX_KEY_LENGTH} characters")
     if CONTROL_CHARACTER.search(key):
-        raise UserError("idempotency key must not contain control characters")
+        raise UserError(f"{what} must not contain control characters")
     if key != key.strip():
         # MariaDB's utf8mb4_bin ignores trailing spaces in comparisons, SQLite does not:
         # "invoice-7 " would be the same job as "invoice-7" on one backend only.
-        raise UserError("idempotency key must not begin or end with whitespace")
-    _utf8(key, "idempotency key")
+        raise UserError(f"{what} must not begin or end with whitespace")
+    _utf8(key, what)
 
 
 def new_job(job_type: str, payload: Payload = None, *, queue: str = "default",
             key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
-            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> NewJob:
+            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536,
+            concurrency_key: str | None = None) -> NewJob:
     """Validate enqueue arguments; any problem is a one-line UserError. Whatever passes
     is insertable on either backend (a file of jobs is checked whole before any insert)."""
     if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
@@ -210,6 +218,8 @@ def new_job(job_type: str, payload: Payload = None, *, queue: str = "default",
         raise UserError(f"invalid queue name {queue!r}: use 1-64 of A-Z a-z 0-9 _ . : -")
     if key is not None:
         check_key(key)
+    if concurrency_key is not None:
+        check_key(concurrency_key, "concurrency key")
     if not isinstance(delay, (int, float)) or not 0 <= delay <= MAX_DELAY:  # also NaN and inf
         raise UserError(f"delay must be a number of seconds from 0 to {MAX_DELAY} (100 years)")
     if not isinstance(priority, int) or not PRIORITY_RANGE[0] <= priority <= PRIORITY_RANGE[1]:
@@ -217,4 +227,5 @@ def new_job(job_type: str, payload: Payload = None, *, queue: str = "default",
     if not isinstance(max_attempts, int) or not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
         raise UserError(f"max attempts must be from 1 to {MAX_ATTEMPTS_LIMIT}")
     text = encode_payload({} if payload is None else payload, max_payload_bytes)
-    return NewJob(job_type, text, queue, key, float(delay), run_at, priority, max_attempts)
+    return NewJob(job_type, text, queue, key, float(delay), run_at, priority, max_attempts,
+                  concurrency_key)

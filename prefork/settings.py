@@ -163,6 +163,9 @@ SETTINGS: list[Setting] = [
     Setting("graceful_timeout", _positive_float, 30.0, "Seconds a draining child may take to "
             "finish its job before it is killed and the job handed back.", "supervisor",
             metavar="S"),
+    Setting("cancel_grace", _positive_float, 10.0, "Seconds a cancelled running job's handler "
+            "may take to return after JobCancelled is raised in it, before its child is killed "
+            "(and replaced) and the job ends cancelled.", "supervisor", metavar="S"),
     Setting("soft_timeout", _non_negative_float, 0.0, "Seconds after which a job's handler gets "
             "a JobTimeout exception (0: none). Per type: @prefork.handler(..., soft_timeout=).",
             "supervisor", metavar="S"),

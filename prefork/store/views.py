@@ -59,6 +59,7 @@ class QueueOverview:
     per_minute: float
     oldest_ready_age_s: float | None
     paused: bool
+    cancelled: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,82 @@
+"""What a limit is: at most `concurrency` jobs of a group running at once, and at
+most `rate` starts of a group per period, where a group is a job type and a
+concurrency key ('' for the jobs enqueued without one).
+
+Rules are declared in code (`@prefork.handler(..., concurrency=2, rate="100/m")`)
+or in a `[command:TYPE]` section (`concurrency = 2`, `rate = 100/m`); a bad one
+is a one-line error where it is declared.
+"""
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import UserError
+
+NO_KEY = ""   # the concurrency_key column of the jobs enqueued without one
+PERIODS = {"s": 1, "m": 60, "h": 3600}
+RATE_PATTERN = re.compile(r"\A([1-9][0-9]{0,8})/([smh])\Z")
+MAX_CONCURRENCY = 1_000_000
+
+
+class Group(NamedTuple):
+    """A limited group: a job type and a concurrency key (NO_KEY: none)."""
+    job_type: str
+    key: str
+
+
+class Rate(NamedTuple):
+    """At most `count` starts per `seconds`."""
+    count: int
+    seconds: int
+
+    @property
+    def per_second(self) -> float:
+        return self.count / self.seconds
+
+    def __str__(self) -> str:
+        unit = next(name for name, seconds in PERIODS.items() if seconds == self.seconds)
+        return f"{self.count}/{unit}"
+
+
+@dataclass(frozen=True)
+class LimitRule:
+    """The limits of one job type, held per group (type, concurrency key)."""
+    job_type: str
+    concurrency: int | None = None   # running at once per group; None: no such limit
+    rate: Rate | None = None         # starts per period per group; None: no such limit
+
+
+def parse_rate(text: object) -> Rate:
+    """'100/m' (per second, minute or hour) as a Rate; UserError otherwise."""
+    match = RATE_PATTERN.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise UserError(f"invalid rate {text!r}: use COUNT/s, COUNT/m or COUNT/h, e.g. 100/m")
+    return Rate(int(match.group(1)), PERIODS[match.group(2)])
+
+
+def check_concurrency(value: object) -> int:
+    """A concurrency limit: a whole number from 1 to MAX_CONCURRENCY."""
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not 1 <= value <= MAX_CONCURRENCY:
+        raise UserError(f"invalid concurrency {value!r}: use a whole number from 1 to "
+                        f"{MAX_CONCURRENCY}")
+    return value
+
+
+def rule_for(job_type: str, concurrency: object = None, rate: object = None) -> LimitRule | None:
+    """The checked rule of a type from what was declared; None when it declares none."""
+    if concurrency is None and rate is None:
+        return None
+    return LimitRule(job_type,
+                     None if concurrency is None else check_concurrency(concurrency),
+                     None if rate is None else parse_rate(rate))
+
+
+class LimitUsage(NamedTuple):
+    """A limited group as `status`, the metrics and the dashboard show it."""
+    job_type: str
+    key: str                  # NO_KEY: the type's jobs without a concurrency key
+    running: int              # reserved now
+    waiting: int              # due and ready, not started
+    concurrency: int | None   # the published rule's
+    rate: Rate | None
