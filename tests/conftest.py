@@ -213,7 +213,7 @@ def make_config(migrated, dialect):
 
 
 QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
-                "prefork_minutes", "prefork_task_results")
+                "prefork_minutes", "prefork_task_results", "prefork_limits", "prefork_limit_groups")
 
 
 @pytest.fixture
