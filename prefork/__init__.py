@@ -13,6 +13,9 @@ Application API:
     conn.commit()
     prefork.notify(conn)   # optional: wake this host's idle workers now
 
+    report = prefork.cancel(conn, job_id)   # in the open transaction, as enqueue
+    conn.commit()                           # report.cancelled, .stopping, .finished, .missing
+
     with prefork.Client() as client:     # a script: its own connection, the configured DSN
         client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
 
@@ -27,10 +30,12 @@ literal or comment: PyMySQL substitutes there.
 Running enqueued jobs inline in an application's tests: `import prefork.testing`
 (not imported here, so production processes do not load it).
 """
-from .client import Client, Connection, enqueue, notify
-from .errors import LeaseLost, PermanentError
+from .cancellation import CancelReport
+from .client import Client, Connection, cancel, enqueue, notify
+from .errors import JobCancelled, LeaseLost, PermanentError
 from .jobs import Job
 from .registry import handler
 
 __version__ = "0.1.0"
-__all__ = ["handler", "enqueue", "notify", "Client", "Job", "PermanentError", "LeaseLost"]
+__all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
+           "PermanentError", "LeaseLost", "JobCancelled"]

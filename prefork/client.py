@@ -2,7 +2,9 @@
 Client that holds its own connection to the configured queue database.
 
     prefork.enqueue(conn, ...)         inside the application's transaction (no commit)
+    prefork.cancel(conn, job_ids)      likewise: cancels with the caller's commit
     prefork.Client(dsn).enqueue(...)   opens, inserts, commits and rings by itself
+    prefork.Client(dsn).cancel(ids)    opens, cancels and commits by itself
     enqueue_task(job_type, ...)        the process's default Client (task.enqueue(...))
 
 A Client never creates a queue database (only `run` and `migrate` do): a DSN
@@ -18,7 +20,9 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, TypeVar, cast
 
 from . import connections
+from .cancellation import CancelReport
 from .config import Config, load
+from .errors import UserError
 from .jobs import NewJob, Payload, new_job
 from .store import driver_errors, open_store
 from .store.contract import Store
@@ -37,20 +41,47 @@ IDLE_REOPEN_SECONDS = 60.0
 
 def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
             key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
-            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536) -> int:
+            priority: int = 0, max_attempts: int = 5, max_payload_bytes: int = 65536,
+            concurrency_key: str | None = None) -> int:
     """Enqueue on the application's own connection, inside its open transaction; does
     not commit, so the caller's row and its job commit together. `conn` is a DB-API
     connection of PyMySQL, mysqlclient, mysql-connector-python or sqlite3, or a
     SQLAlchemy Session or Connection on one of them (a TypeError names them for
-    anything else). Returns the job id (the existing one for a repeated queue and key)."""
+    anything else). concurrency_key: the job's limit group within its type (a
+    handler's concurrency and rate hold per key). Returns the job id (the existing
+    one for a repeated queue and key)."""
     job = new_job(job_type, payload, queue=queue, key=key, delay=delay, run_at=run_at,
                   priority=priority, max_attempts=max_attempts,
-                  max_payload_bytes=max_payload_bytes)
+                  max_payload_bytes=max_payload_bytes, concurrency_key=concurrency_key)
     # A database without the queue schema raises NoQueueDatabase (a UserError naming
     # it), not the driver's "no such table": translated after the fact, no extra query.
     backend, dbapi = connections.in_transaction(conn, "prefork.enqueue()")
     with closing(dbapi.cursor()) as cursor, backend.queue_schema_named(dbapi):
         return backend.enqueue_on(cursor, job)
+
+
+def cancel(conn: Connection, job_id_or_ids: int | Iterable[int]) -> CancelReport:
+    """Cancel jobs on the application's own connection, inside its open transaction (no
+    commit: they are cancelled when the caller commits). A ready or delayed job is
+    cancelled at once and never runs; a running one is stopped by the supervisor
+    that runs it (its handler gets prefork.JobCancelled) once this commits; a
+    finished one keeps its result. The report names each id's fate."""
+    job_ids = job_id_list(job_id_or_ids)
+    backend, dbapi = connections.in_transaction(conn, "prefork.cancel()")
+    if not job_ids:
+        return CancelReport([], [], [], [])
+    with closing(dbapi.cursor()) as cursor, backend.queue_schema_named(dbapi):
+        return backend.cancel_on(cursor, job_ids)
+
+
+def job_id_list(job_id_or_ids: int | Iterable[int]) -> list[int]:
+    """One id or many as a list without repeats, in order; a one-line UserError for
+    anything but whole numbers."""
+    given = [job_id_or_ids] if isinstance(job_id_or_ids, int) else list(job_id_or_ids)
+    for job_id in given:
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise UserError(f"a job id is a whole number, not {job_id!r}")
+    return list(dict.fromkeys(given))
 
 
 def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
@@ -92,23 +123,36 @@ class Client:
 
     def enqueue(self, job_type: str, payload: Payload = None, *, queue: str = "default",
                 key: str | None = None, delay: float = 0.0, run_at: datetime | None = None,
-                priority: int = 0, max_attempts: int | None = None) -> int:
+                priority: int = 0, max_attempts: int | None = None,
+                concurrency_key: str | None = None) -> int:
         """Enqueue one job and commit; its id (the existing job's for a repeated queue
-        and key). max_attempts defaults to the configured one. Bad arguments raise a
-        one-line UserError before anything is sent."""
+        and key). max_attempts defaults to the configured one; concurrency_key as
+        prefork.enqueue's. Bad arguments raise a one-line UserError before anything
+        is sent."""
         job = self._new_job(job_type, payload, queue=queue, key=key, delay=delay,
-                            run_at=run_at, priority=priority, max_attempts=max_attempts)
+                            run_at=run_at, priority=priority, max_attempts=max_attempts,
+                            concurrency_key=concurrency_key)
         return self._with_store(lambda store: store.enqueue(job))
 
     def enqueue_many(self, job_type: str, payloads: Iterable[Payload], *,
                      queue: str = "default", delay: float = 0.0, run_at: datetime | None = None,
-                     priority: int = 0, max_attempts: int | None = None) -> int:
+                     priority: int = 0, max_attempts: int | None = None,
+                     concurrency_key: str | None = None) -> int:
         """Enqueue a job of `job_type` for each payload, in one transaction (all are
         validated first: a bad one inserts none). Returns how many were inserted."""
         jobs = [self._new_job(job_type, payload, queue=queue, key=None, delay=delay,
-                              run_at=run_at, priority=priority, max_attempts=max_attempts)
+                              run_at=run_at, priority=priority, max_attempts=max_attempts,
+                              concurrency_key=concurrency_key)
                 for payload in payloads]
         return self._with_store(lambda store: store.enqueue_many(jobs))
+
+    def cancel(self, job_id_or_ids: int | Iterable[int]) -> CancelReport:
+        """Cancel these jobs and commit (see prefork.cancel()); the report names each
+        id's fate. Running jobs are stopped by their supervisors after this returns."""
+        job_ids = job_id_list(job_id_or_ids)
+        if not job_ids:
+            return CancelReport([], [], [], [])
+        return self._with_store(lambda store: store.cancel(job_ids))
 
     def close(self) -> None:
         """Close the connection; a later enqueue opens a new one."""

@@ -1,11 +1,11 @@
-"""The application's connection, as prefork.enqueue() and prefork.notify() take it,
-and the store module that speaks its dialect:
+"""The application's connection, as prefork.enqueue(), prefork.cancel() and
+prefork.notify() take it, and the store module that speaks its dialect:
 
 - a DB-API connection of sqlite3, or of a MySQL driver of store/mysql/drivers.py
   (PyMySQL, mysqlclient, mysql-connector-python);
 - a SQLAlchemy 2 Session (or scoped_session) or Connection on one of those: the
-  DB-API connection it holds for its transaction. The job is inserted there, so it
-  commits or rolls back with the session; nothing is committed, and no transaction
+  DB-API connection it holds for its transaction. The job is inserted (or cancelled)
+  there, so it commits or rolls back with the session; nothing is committed, and no transaction
   of our own is begun.
 
 Neither SQLAlchemy nor a driver is imported here: an object of theirs exists only
@@ -13,18 +13,22 @@ in a process that imported them, so their classes are looked up in sys.modules
 (and a Python built without sqlite3 still runs MySQL).
 """
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
+from .cancellation import CancelReport
 from .jobs import NewJob
 
 
 class Backend(Protocol):
-    """What enqueue(), notify() and a Client need of a store module (store/*/store.py)
-    or of a MySQL driver (store/mysql/drivers.py), given a DB-API connection."""
+    """What enqueue(), cancel(), notify() and a Client need of a store module
+    (store/*/store.py) or of a MySQL driver (store/mysql/drivers.py), given a DB-API
+    connection."""
 
     def enqueue_on(self, cursor: Any, new_job: NewJob) -> int: ...
+
+    def cancel_on(self, cursor: Any, job_ids: Sequence[int]) -> CancelReport: ...
 
     def bell_key_of(self, conn: Any) -> str: ...
 
@@ -32,9 +36,10 @@ class Backend(Protocol):
 
 
 def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
-    """For enqueue(): the backend and the DB-API connection of `conn`'s transaction. A
-    SQLAlchemy Session or Connection not in one begins it, as its own execute() would,
-    so that its commit() commits the job and its rollback() takes it back."""
+    """For enqueue() and cancel(): the backend and the DB-API connection of `conn`'s
+    transaction. A SQLAlchemy Session or Connection not in one begins it, as its own
+    execute() would, so that its commit() commits the change and its rollback() takes
+    it back."""
     if isinstance(conn, _sqlalchemy_sessions()):
         conn = conn.connection()   # the session's, its transaction begun if need be
     if isinstance(conn, _sqlalchemy_connection()):

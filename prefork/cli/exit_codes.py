@@ -11,5 +11,8 @@ class ExitCode(IntEnum):
     # The database cannot be reached, refuses us, or fails a statement. The
     # same command may work later: a supervisor manager may restart it.
     DATABASE = 3
+    # `cancel ID...` named a job that does not exist (never did, or was pruned); the
+    # ids that do exist were cancelled, as the command printed.
+    MISSING = 4
     # Ctrl-C (128 + SIGINT, as a shell reports it).
     INTERRUPTED = 130

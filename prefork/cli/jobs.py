@@ -23,7 +23,8 @@ from .status_report import utc_text
 BULK_CHUNK = 1000
 ERROR_WIDTH = 32   # `failed` shows this much of each error
 CUT = "\u2026"      # ends an error `failed` cut (an ellipsis)
-JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts"}
+JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts",
+                   "concurrency_key"}
 
 
 # --- producing --------------------------------------------------------------------
@@ -37,8 +38,12 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delay", type=float, default=0.0, metavar="S",
                         help="Run no sooner than S seconds from now.")
     parser.add_argument("--priority", type=int, default=0, help="Lower runs first (default 0).")
+    parser.add_argument("--concurrency-key", metavar="K",
+                        help="The job's limit group within its type: a handler's concurrency "
+                             "and rate limits hold per key.")
     parser.add_argument("--file", metavar="JOBS.jsonl", help='One job a line: {"type": ..., '
-                        '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts"}.')
+                        '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts", '
+                        '"concurrency_key"}.')
 
 
 @command("enqueue", "Enqueue a job (prints its id), or many from a JSON-lines file.",
@@ -47,6 +52,9 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
     if args.file:
         if args.type or args.payload:
             raise UserError("give either TYPE [JSON] or --file, not both")
+        if args.concurrency_key is not None:
+            raise UserError("--concurrency-key goes with TYPE: in --file, give a line its "
+                            "\"concurrency_key\"")
         _enqueue_file(args.file, config)
         return
     if not args.type:
@@ -55,7 +63,8 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
     job = new_job(args.type, args.payload or "{}", queue=args.queue, key=args.key,
                   delay=args.delay, priority=args.priority,
                   max_attempts=config.max_attempts,
-                  max_payload_bytes=config.max_payload_bytes)
+                  max_payload_bytes=config.max_payload_bytes,
+                  concurrency_key=args.concurrency_key)
     print(checked_store(config).enqueue(job))
 
 
@@ -114,7 +123,8 @@ def _job_from_line(raw: bytes, where: str, config: Config) -> NewJob:
                        queue=fields.get("queue", "default"), key=fields.get("key"),
                        delay=fields.get("delay", 0), priority=fields.get("priority", 0),
                        max_attempts=fields.get("max_attempts", config.max_attempts),
-                       max_payload_bytes=config.max_payload_bytes)
+                       max_payload_bytes=config.max_payload_bytes,
+                       concurrency_key=fields.get("concurrency_key"))
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
 
@@ -178,23 +188,32 @@ def _cut(error: str) -> str:
 
 
 def _retry_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ids", nargs="*", type=int, metavar="ID")
+    parser.add_argument("ids", nargs="*", type=int, metavar="ID",
+                        help="Dead or cancelled jobs to run again.")
     parser.add_argument("--all", action="store_true", help="Every dead job (of --queue).")
+    parser.add_argument("--cancelled", action="store_true",
+                        help="With --all: the cancelled jobs too.")
     parser.add_argument("--queue")
     parser.add_argument("--max-attempts", type=whole_number, metavar="N",
                         help="Also set their max_attempts to N (at least 1): more attempts "
                         "for jobs that used theirs up. A handler's own max_attempts still caps.")
 
 
-@command("retry", "Put dead jobs back to ready with attempts reset (their error history "
-         "stays, for `show`).", arguments=_retry_arguments, own_flags=("--max-attempts",))
+@command("retry", "Put dead (or cancelled) jobs back to ready with attempts reset (their "
+         "error history stays, for `show`). By ID: dead and cancelled jobs; --all: every "
+         "dead job, and every cancelled one with --cancelled.",
+         arguments=_retry_arguments, own_flags=("--max-attempts",))
 def retry_command(args: argparse.Namespace, config: Config) -> None:
     if bool(args.ids) == bool(args.all):
         raise UserError("give job ids or --all")
+    if args.cancelled and not args.all:
+        raise UserError("--cancelled goes with --all (by id, cancelled jobs are retried anyway)")
     if args.max_attempts is not None and args.max_attempts > MAX_ATTEMPTS_LIMIT:
         raise UserError(f"--max-attempts must be from 1 to {MAX_ATTEMPTS_LIMIT}")
+    statuses = (JobStatus.DEAD, JobStatus.CANCELLED) if args.ids or args.cancelled \
+        else (JobStatus.DEAD,)
     count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue,
-                                             max_attempts=args.max_attempts)
+                                             max_attempts=args.max_attempts, statuses=statuses)
     print(f"retried {count} jobs")
 
 
@@ -204,8 +223,9 @@ def _show_arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("show", "Show one job, as JSON; a ready job that is not due yet says when it runs "
          "(\"waiting\": \"retrying at TIME\" after a failed attempt, \"delayed until TIME\" "
-         "before its first; UTC). \"error_history\" lists its last "
-         f"{HISTORY_LENGTH} failed attempts (attempt, at, error), oldest first.",
+         "before its first; UTC); a running job being cancelled says so (\"cancel\": "
+         "\"requested at TIME: its supervisor is stopping it\"). \"error_history\" lists its "
+         f"last {HISTORY_LENGTH} failed attempts (attempt, at, error), oldest first.",
          arguments=_show_arguments)
 def show_command(args: argparse.Namespace, config: Config) -> None:
     store = checked_store(config)
@@ -215,6 +235,9 @@ def show_command(args: argparse.Namespace, config: Config) -> None:
     job["error_history"] = parsed_history(job.get("error_history"))
     if job["status"] == JobStatus.READY:   # only then may it be waiting: ask the clock
         job = _with_waiting(job, store.control_state("*")[0])
+    if job["status"] == JobStatus.RESERVED and job.get("cancel_requested_at"):
+        job = _after_status(job, "cancel", f"requested at {utc_text(job['cancel_requested_at'])}"
+                                           ": its supervisor is stopping it")
     print(json.dumps(job, default=str, indent=2))
 
 
@@ -224,9 +247,14 @@ def _with_waiting(job: JobRow, now: datetime) -> JobRow:
         return job
     when = utc_text(job["available_at"])
     waiting = f"retrying at {when}" if job["attempts"] else f"delayed until {when}"
+    return _after_status(job, "waiting", waiting)
+
+
+def _after_status(job: JobRow, name: str, text: str) -> JobRow:
+    """The job with the field `name` right after its status, where a reader looks."""
     shown: JobRow = {}
-    for name, value in job.items():
-        shown[name] = value
-        if name == "status":
-            shown["waiting"] = waiting
+    for field, value in job.items():
+        shown[field] = value
+        if field == "status":
+            shown[name] = text
     return shown

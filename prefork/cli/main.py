@@ -13,6 +13,7 @@ from ..supervisor.startup import catch_signals_early
 # Importing a command module registers its commands, listed in --help in this order.
 from . import supervise  # noqa: F401,I001  (run, the default, first)
 from . import jobs  # noqa: F401
+from . import cancel  # noqa: F401
 from . import setup  # noqa: F401
 from . import doctor  # noqa: F401
 from . import operations  # noqa: F401

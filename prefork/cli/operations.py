@@ -54,11 +54,14 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("status", "Supervisors on every host and what their workers do (as of each one's "
          "last heartbeat; stale when it is older than twice --heartbeat-interval); per queue: "
-         "ready, delayed, reserved, dead, done in the last hour, oldest ready job.",
+         "ready, delayed, reserved, dead, cancelled, done in the last hour, oldest ready job; "
+         "per limited group (job type, concurrency key): running, limit, waiting.",
          arguments=_status_arguments)
 def status_command(args: argparse.Namespace, config: Config) -> None:
-    report = status_report.build(checked_store(config).status(status_report.DONE_WINDOW),
+    store = checked_store(config)
+    report = status_report.build(store.status(status_report.DONE_WINDOW),
                                  config.heartbeat_interval)
+    report["limits"] = status_report.limits(store.limit_usage())
     print(json.dumps(report, indent=2, default=str) if args.json else status_report.render(report))
 
 
@@ -99,18 +102,19 @@ def _prune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--done-older-than", type=duration, metavar="AGE",
                         help="Delete done jobs finished longer ago, e.g. 7d.")
     parser.add_argument("--dead-older-than", type=duration, metavar="AGE",
-                        help="Delete dead jobs that died longer ago, e.g. 30d.")
+                        help="Delete dead and cancelled jobs that ended longer ago, e.g. 30d.")
 
 
-@command("prune", "Delete old done (and dead) jobs and old supervisor records in bounded "
-         "batches. For an admin account: the worker account has no DELETE.",
+@command("prune", "Delete old done (and dead and cancelled) jobs and old supervisor records "
+         "in bounded batches. For an admin account: the worker account has no DELETE.",
          arguments=_prune_arguments)
 def prune_command(args: argparse.Namespace, config: Config) -> None:
     if args.done_older_than is None and args.dead_older_than is None:
         raise UserError("say what to prune: --done-older-than AGE and/or --dead-older-than AGE")
     store = checked_store(config)
     for status, age in ((JobStatus.DONE, args.done_older_than),
-                        (JobStatus.DEAD, args.dead_older_than)):
+                        (JobStatus.DEAD, args.dead_older_than),
+                        (JobStatus.CANCELLED, args.dead_older_than)):
         if age is not None:
             deleted = _prune_status(store, status, age)
             print(f"deleted {deleted} {status} jobs")

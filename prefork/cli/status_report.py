@@ -10,13 +10,15 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..jobs import JobStatus
+from ..limits.rules import NO_KEY, LimitUsage
 
-# {"supervisors": [...], "queues": {name: {column: value}}}, as JSON prints it.
+# {"supervisors": [...], "queues": {name: {column: value}}, "limits": [...]}, as JSON
+# prints it.
 Report = dict[str, Any]
 Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
-QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "done_last_hour")
+QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "done_last_hour")
 STALE_BEATS = 2
 
 
@@ -58,6 +60,15 @@ def _supervisor(process: Row, heartbeat_interval: float) -> Row:
             "children": json.loads(process["children"] or "[]")}
 
 
+def limits(usage: Sequence[LimitUsage]) -> list[Row]:
+    """Each limited group with jobs running or waiting: its type, concurrency key (""
+    for the type's jobs without one), running, concurrency limit and rate (None: no
+    such limit), waiting (due, not started)."""
+    return [{"type": group.job_type, "key": group.key, "running": group.running,
+             "limit": group.concurrency, "rate": None if group.rate is None else str(group.rate),
+             "waiting": group.waiting} for group in usage]
+
+
 def utc_text(moment: datetime) -> str:
     """A store's naive UTC time as ISO 8601 with its zone: 2026-12-01T08:00:00+00:00."""
     return moment.replace(tzinfo=timezone.utc).isoformat(timespec="seconds")
@@ -79,11 +90,25 @@ def render(report: Report) -> str:
                      if child.get("job_id") else child["state"])
             lines.append(f"    worker {child['slot']} pid {child['pid']}: {doing}")
     lines += ["", f"{'QUEUE':<20} {'READY':>7} {'DELAYED':>8} {'RESERVED':>9} {'DEAD':>6} "
-                  f"{'DONE/1H':>8} {'JOBS/MIN':>9} {'OLDEST READY':>13}"]
+                  f"{'CANCELLED':>9} {'DONE/1H':>8} {'JOBS/MIN':>9} {'OLDEST READY':>13}"]
     for name, row in report["queues"].items():
         oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
         label = f"{name} (paused)" if row["paused"] else name
         lines.append(f"{label:<20} {row['ready']:>7} {row['delayed']:>8} {row['reserved']:>9} "
-                     f"{row['dead']:>6} {row['done_last_hour']:>8} {row['jobs_per_min']:>9} "
-                     f"{oldest:>13}")
-    return "\n".join(lines)
+                     f"{row['dead']:>6} {row['cancelled']:>9} {row['done_last_hour']:>8} "
+                     f"{row['jobs_per_min']:>9} {oldest:>13}")
+    return "\n".join(lines + _limit_lines(report.get("limits", [])))
+
+
+def _limit_lines(groups: Sequence[Row]) -> list[str]:
+    """The Limits section: a line per group with jobs running or waiting."""
+    if not groups:
+        return []
+    lines = ["", "LIMITS", f"  {'TYPE':<28} {'KEY':<24} {'RUNNING':>7} {'LIMIT':>6} "
+                           f"{'RATE':>8} {'WAITING':>8}"]
+    for group in groups:
+        key = "(none)" if group["key"] == NO_KEY else group["key"]
+        limit = "-" if group["limit"] is None else group["limit"]
+        lines.append(f"  {group['type']:<28} {key:<24} {group['running']:>7} {limit:>6} "
+                     f"{group['rate'] or '-':>8} {group['waiting']:>8}")
+    return lines

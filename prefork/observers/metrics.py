@@ -11,7 +11,8 @@ scrape must not cost a query).
 Metrics (a dedicated registry, nothing from the global one):
     prefork_jobs_total{queue,type,outcome}     jobs finished by this supervisor's children;
         outcome: done, retry (failed, will run again), dead, lost (lease lost),
-        released (given back unfinished on a quick stop)
+        released (given back unfinished on a quick stop), cancelled (stopped by a
+        cancellation while it ran)
     prefork_jobs_in_progress{queue,type}       jobs the children are running now
         (claimed = sum of prefork_jobs_total + prefork_jobs_in_progress, plus the
         jobs of children that died, which the worker-exit reasons count)
@@ -20,9 +21,18 @@ Metrics (a dedicated registry, nothing from the global one):
     prefork_worker_exits_total{reason}         crash, boot-failure, timeout, max-items,
         max-memory, reload (each followed by a replacement), scale-down, shutdown,
         quick-stop, graceful-timeout
-    prefork_queue_jobs{queue,state}            ready (due now), delayed, reserved, dead
+    prefork_queue_jobs{queue,state}            ready (due now), delayed, reserved, dead,
+        cancelled
     prefork_queue_oldest_ready_age_seconds{queue}   0 when nothing is due
     prefork_queue_sampled_timestamp_seconds    when the queue figures were read
+    prefork_limit_running{type,key}            jobs of a limited group running now
+    prefork_limit_waiting{type,key}            due jobs of the group waiting to start
+    prefork_limit_concurrency{type,key}        the group's concurrency limit (groups with
+        a rate limit alone have none)
+    prefork_limit_groups                       limited groups with jobs running or waiting,
+        all of them: the three above show the MAX_LIMIT_GROUPS busiest (a key is data,
+        and a label per key would grow without bound); key "" is the type's jobs
+        enqueued without a concurrency key. Read with the queue figures.
 """
 import collections
 import ipaddress
@@ -38,6 +48,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from .. import registry as handlers
 from ..errors import UserError
 from ..jobs import JobStatus
+from ..limits.rules import LimitUsage
 from ..logs import event
 
 if TYPE_CHECKING:
@@ -47,7 +58,11 @@ SAMPLE_INTERVAL = 15.0   # seconds between reads of the queue figures
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
                     float("inf"))
 # The job states a queue's figures count; delayed: ready, but not due yet.
-QUEUE_STATES = (JobStatus.READY.value, "delayed", JobStatus.RESERVED.value, JobStatus.DEAD.value)
+QUEUE_STATES = (JobStatus.READY.value, "delayed", JobStatus.RESERVED.value, JobStatus.DEAD.value,
+                JobStatus.CANCELLED.value)
+# The limited groups exported, the busiest (running + waiting) first: a bound on the
+# series however many concurrency keys the jobs carry.
+MAX_LIMIT_GROUPS = 100
 UNKNOWN_TYPE = "(unknown)"   # a job type with no handler: its name is data, not a label
 
 
@@ -92,6 +107,8 @@ class Metrics:
         self._declare()
         self.next_sample_at = 0.0
         self.sampled_queues: set[str] = set()
+        # The (type, key) series each limit gauge has now, to drop those gone.
+        self.limit_series: dict[Gauge, set[tuple[str, str]]] = {}
         self.running_labels: set[tuple[str, str]] = set()
         self.server: Optional[Any] = None
         self._serve(*parse_address(address))
@@ -122,6 +139,16 @@ class Metrics:
                                   registry=registry)
         self.sampled_at = Gauge("prefork_queue_sampled_timestamp_seconds", "When the queue "
                                 "figures were read (Unix time).", registry=registry)
+        self.limit_running = Gauge("prefork_limit_running", "Jobs of a limited group (type, "
+                                   "concurrency key) running now.", ["type", "key"],
+                                   registry=registry)
+        self.limit_waiting = Gauge("prefork_limit_waiting", "Due jobs of a limited group "
+                                   "waiting to start.", ["type", "key"], registry=registry)
+        self.limit_concurrency = Gauge("prefork_limit_concurrency", "A limited group's "
+                                       "concurrency limit.", ["type", "key"], registry=registry)
+        self.limit_groups = Gauge("prefork_limit_groups", "Limited groups with jobs running "
+                                  "or waiting (the per-group series show the "
+                                  f"{MAX_LIMIT_GROUPS} busiest).", registry=registry)
 
     # -- serving -----------------------------------------------------------------
 
@@ -174,6 +201,7 @@ class Metrics:
         if now >= self.next_sample_at:
             self.next_sample_at = now + SAMPLE_INTERVAL
             self._sample_queues(view)
+            self._sample_limits(view)
 
     def _count_workers(self, view: "SupervisorView") -> None:
         self.workers_alive.set(view.workers_alive)
@@ -200,3 +228,28 @@ class Metrics:
             self.oldest_ready.labels(queue).set(figures["oldest_ready_age"])
         self.sampled_queues = set(stats)
         self.sampled_at.set(time.time())
+
+    def _sample_limits(self, view: "SupervisorView") -> None:
+        usage = view.limit_usage()
+        if usage is None:
+            return   # the database is away: as the queue figures, they stay
+        self.limit_groups.set(len(usage))
+        shown = busiest(usage)
+        figures = {self.limit_running: {(g.job_type, g.key): g.running for g in shown},
+                   self.limit_waiting: {(g.job_type, g.key): g.waiting for g in shown},
+                   self.limit_concurrency: {(g.job_type, g.key): g.concurrency for g in shown
+                                            if g.concurrency is not None}}
+        for gauge, values in figures.items():
+            for gone in self.limit_series.get(gauge, set()) - set(values):
+                gauge.remove(*gone)
+            for labels, value in values.items():
+                gauge.labels(*labels).set(value)
+            self.limit_series[gauge] = set(values)
+
+
+def busiest(usage: list[LimitUsage]) -> list[LimitUsage]:
+    """The MAX_LIMIT_GROUPS groups with the most jobs running or waiting (ties by
+    type and key, so that the same ones stay shown from one sample to the next)."""
+    ranked = sorted(usage, key=lambda group: (-(group.running + group.waiting),
+                                              group.job_type, group.key))
+    return ranked[:MAX_LIMIT_GROUPS]
