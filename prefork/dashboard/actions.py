@@ -1,8 +1,9 @@
 """The state-changing requests (POST only; app.check_post has already refused any
 without a password set, a live session, our Origin and the session's CSRF token):
-log in and out, retry and discard dead jobs, pause and resume queues, restart.
+log in and out, retry and discard dead jobs (retry also cancelled ones), cancel a
+job, pause and resume queues, restart.
 
-The dashboard acts through the configured account. Retry, pause, resume and
+The dashboard acts through the configured account. Retry, cancel, pause, resume and
 restart need only the worker account's privileges; discard deletes rows, and an
 account without DELETE is told so in one line."""
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .app import Dashboard
 
 BATCH = 500          # dead jobs per request of a bulk action: one short transaction each
+RETRIED = (JobStatus.DEAD, JobStatus.CANCELLED)   # what Retry takes by id, as the CLI's
 ALL_HOSTS = "*"
 NO_DELETE = ("discard needs the DELETE privilege on prefork_jobs, which this dashboard's "
              "database account lacks: use an admin account's `prefork-queue discard`")
@@ -56,9 +58,10 @@ def logout(app: "Dashboard", request: Request) -> Response:
 # -- dead jobs ------------------------------------------------------------------------------
 
 def act_on_dead(store: Store, action: str, ids: Sequence[int]) -> int:
-    """Retry or discard these dead jobs (others are left alone); how many changed."""
+    """Retry these dead or cancelled jobs, or discard these dead ones (others are left
+    alone); how many changed."""
     if action == "retry":
-        return store.retry_dead(list(ids)) if ids else 0
+        return store.retry_dead(list(ids), statuses=RETRIED) if ids else 0
     if action != "discard":
         raise HTTPError(HTTPStatus.BAD_REQUEST, "action must be retry or discard")
     try:
@@ -95,6 +98,25 @@ def batch(app: "Dashboard", request: Request) -> Response:
           filter={name: value for name, value in values.items() if value})
     return json_response({"processed": count, "seen": len(ids),
                           "next_after": page.next_after, "finished": page.next_after is None})
+
+
+# -- cancelling ------------------------------------------------------------------------------------
+
+def cancel(app: "Dashboard", request: Request) -> Response:
+    """Cancel the job of a job's page: at once when ready, stopped by its supervisor
+    when running; a finished one is left alone. Back to its page, which says which."""
+    text = request.form_value("id")
+    if not text.isdigit() or len(text) > 19:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "id must be a job id (a whole number)")
+    job_id = int(text)
+    report = app.store().cancel([job_id])
+    if report.missing:
+        raise HTTPError(HTTPStatus.NOT_FOUND, f"no job {job_id}")
+    outcome = ("cancelled" if report.cancelled else "stopping" if report.stopping
+               else "finished")
+    audit(request, "cancel", job=job_id, outcome=outcome)
+    return redirect(request.root + f"/jobs/{job_id}?" + urlencode({"notice": outcome,
+                                                                   "job": job_id}))
 
 
 # -- queues and restarts --------------------------------------------------------------------------
@@ -138,6 +160,7 @@ ROUTES = (
     ("POST", r"/dead/retry", lambda app, request: selected(app, request, "retry")),
     ("POST", r"/dead/discard", lambda app, request: selected(app, request, "discard")),
     ("POST", r"/api/dead/batch", batch),
+    ("POST", r"/jobs/cancel", cancel),
     ("POST", r"/queues/pause", pause),
     ("POST", r"/queues/resume", resume),
     ("POST", r"/restart", restart),

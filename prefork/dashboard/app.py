@@ -31,9 +31,13 @@ STATIC_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charse
                 "svg": "image/svg+xml"}
 LOGIN_PATH = "/login"
 # What a redirect after an action says, by the code it passes (never text from the URL).
-NOTICES = {"retry": "Retried {count} dead job(s).", "discard": "Discarded {count} dead job(s).",
+NOTICES = {"retry": "Retried {count} job(s).", "discard": "Discarded {count} dead job(s).",
            "paused": "Queue {queue} paused.", "resumed": "Queue {queue} resumed.",
-           "restart": "Rolling restart requested for host {host} ('*': every host)."}
+           "restart": "Rolling restart requested for host {host} ('*': every host).",
+           "cancelled": "Job {job} cancelled: it will not run.",
+           "stopping": "Job {job} is running: its supervisor is stopping it (it ends "
+                       "cancelled).",
+           "finished": "Job {job} had already finished: left as it is."}
 
 
 def create_app(config: Config) -> "Dashboard":
@@ -162,4 +166,4 @@ def notice_text(request: Request) -> str:
     if template is None:
         return ""
     return template.format(count=request.arg("count"), queue=request.arg("queue"),
-                           host=request.arg("host"))
+                           host=request.arg("host"), job=request.arg("job"))

@@ -2,7 +2,7 @@
 from a request, a job with its payload redacted, the overview, the schedules.
 
 Every read here is one of the store's indexed reads (queue_overview, throughput,
-find_jobs, get, status): nothing counts or scans done rows."""
+find_jobs, get, status, limit_usage): nothing counts or scans done rows."""
 import json
 from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
@@ -137,8 +137,10 @@ def _plain_value(value: Any) -> Any:
 # -- the overview ------------------------------------------------------------------------------
 
 def overview(store: Store, heartbeat_interval: float) -> dict[str, Any]:
-    """Per queue figures (from the claim index and the rollup) and the supervisors."""
-    return {"queues": queues(store), "supervisors": supervisors(store, heartbeat_interval),
+    """Per queue figures (from the claim index and the rollup), the limited groups (as
+    `status` shows them) and the supervisors."""
+    return {"queues": queues(store), "limits": status_report.limits(store.limit_usage()),
+            "supervisors": supervisors(store, heartbeat_interval),
             "now": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 

@@ -46,10 +46,17 @@
   function showQueues(queues) {
     const rows = queues.map((q) => row([
       link(`${root}/jobs?${new URLSearchParams({queue: q.queue})}`, q.queue),
-      q.ready, q.delayed, q.reserved, q.dead, q.done_last_hour, q.failed_last_hour,
+      q.ready, q.delayed, q.reserved, q.dead, q.cancelled, q.done_last_hour, q.failed_last_hour,
       q.per_minute, age(q.oldest_ready_age_s), q.paused ? "paused" : "active"]));
-    if (!rows.length) rows.push(row([element("td", "No jobs yet.", {colspan: "10"})]));
+    if (!rows.length) rows.push(row([element("td", "No jobs yet.", {colspan: "11"})]));
     document.getElementById("queue-rows").replaceChildren(...rows);
+  }
+
+  function showLimits(groups) {
+    const rows = groups.map((g) => row([g.type, element("td", g.key || "(none)", {class: "key"}),
+      g.running, g.limit === null ? "–" : g.limit, g.rate || "–", g.waiting]));
+    if (!rows.length) rows.push(row([element("td", "No limited job is running or waiting.", {colspan: "6"})]));
+    document.getElementById("limit-rows").replaceChildren(...rows);
   }
 
   function showSupervisors(supervisors) {
@@ -116,6 +123,7 @@
       try {
         const answer = await getJson("/api/overview");
         showQueues(answer.queues);
+        showLimits(answer.limits);
         showSupervisors(answer.supervisors);
         showDepth(answer.queues);
         if (polls % THROUGHPUT_EVERY === 0) {
