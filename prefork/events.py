@@ -75,6 +75,9 @@ class Event(enum.StrEnum):
                        "a dead child's job was returned: ready again, or dead as poison")
     JOB_COMPLETED_BY_SUPERVISOR = ("job_completed_by_supervisor", INFO,
                                    "the parent wrote the completion of a child's finished job")
+    JOB_CANCEL_KILLED = ("job_cancel_killed", WARNING,
+                         "a cancelled job's handler outlived cancel_grace: its child was "
+                         "killed (and replaced) and the job ended cancelled")
     # -- a worker (worker/loop.py) ------------------------------------------------------
     WORKER_STARTED = ("worker_started", INFO, "a worker loop started on its queues")
     WORKER_STOPPED = ("worker_stopped", INFO, "a worker loop ended; jobs it processed")
@@ -86,6 +89,9 @@ class Event(enum.StrEnum):
                 "is dead (no retry left, or its retry rules say so)")
     JOB_LEASE_LOST = ("job_lease_lost", INFO,
                       "a job's lease was lost: its result is void, another worker owns it")
+    JOB_CANCELLED = ("job_cancelled", INFO,
+                     "a running (or claimed, not started) job was cancelled: it ended "
+                     "cancelled, not retried")
     CLAIM_RELEASED = ("claim_released", INFO, "a claimed job not yet started was given back")
     CLAIM_RELEASED_ON_SHUTDOWN = ("claim_released_on_shutdown", INFO,
                                   "a stop gave a claimed (or interrupted) job back")
@@ -95,7 +101,7 @@ class Event(enum.StrEnum):
     COMMAND_OUTPUT_TRUNCATED = ("command_output_truncated", INFO,
                                 "a program wrote more lines than are logged per job")
     COMMAND_STOPPING = ("command_stopping", INFO,
-                        "a program is being stopped (timeout or quick stop)")
+                        "a program is being stopped (timeout, quick stop or cancel)")
     COMMAND_EXITED = ("command_exited", INFO, "a program ended: its exit code or signal")
     # -- observers ----------------------------------------------------------------------
     METRICS_SERVING = ("metrics_serving", INFO, "the Prometheus endpoint is listening")

@@ -25,6 +25,7 @@ from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS, die_with
 from ..settings import SETTINGS
 from ..store import driver_errors, open_store
 from ..wakeups.waker import Waker
+from ..worker.cancellation import CANCEL_SIGNAL, CancelInbox, signal_handler
 from ..worker.loop import Worker
 from . import protocol
 
@@ -45,6 +46,7 @@ class ChildSpec:
     parent_pid: int
     process_id: int      # the supervisor's registry id, recorded with each claim
     max_items: int       # already jittered by the parent; 0 = no limit
+    control_fd: int      # the parent writes the ids of our cancelled jobs here
 
 
 def run_child(spec: ChildSpec) -> None:
@@ -80,9 +82,11 @@ def _child_main(spec: ChildSpec) -> int:
     started = time.monotonic()
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
     pipe = PipeListener(spec.report_fd, title)
+    os.set_blocking(spec.control_fd, False)
+    cancels = CancelInbox(spec.control_fd)
     worker = Worker(store, config, pipe, waker=Waker(extra_fd=spec.wake_fd),
                     idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
-                    supervised=True)
+                    supervised=True, cancels=cancels)
     pipe.on_parent_gone = worker.request_quick_stop
 
     def stop(signum: int, frame: object) -> None:
@@ -95,6 +99,8 @@ def _child_main(spec: ChildSpec) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
+    signal.signal(CANCEL_SIGNAL, signal_handler(cancels, lambda: worker.held,
+                                                lambda: worker.running_handler))
     pipe.send(protocol.Ready(_connection_id(store)))
     try:
         worker.run(max_jobs=spec.max_items or None,

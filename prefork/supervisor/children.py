@@ -44,9 +44,11 @@ class Deadline:
 
 
 class ChildProcess:
-    def __init__(self, pid: int, slot: int, generation: int, read_fd: int, wake_fd: int) -> None:
+    def __init__(self, pid: int, slot: int, generation: int, read_fd: int, wake_fd: int,
+                 control_fd: int) -> None:
         self.pid, self.slot, self.generation = pid, slot, generation
         self.read_fd, self.wake_fd = read_fd, wake_fd
+        self.control_fd = control_fd   # parent -> child: ids of its cancelled jobs (cancels.py)
         self.reader = protocol.LineReader(read_fd)
         self.started = time.monotonic()
         self.started_wall = time.time()   # compared with restart requests
@@ -130,6 +132,7 @@ class ChildProcess:
     def close(self) -> None:
         os.close(self.read_fd)
         os.close(self.wake_fd)
+        os.close(self.control_fd)
 
 
 def describe_status(status: int) -> str:

@@ -261,6 +261,7 @@ class Supervisor:
             child.charge_job = False   # the database failed the worker, not the job
         if child.job is not None and child.charge_job:   # a failed attempt, for the rollup
             self.upkeep.rollup.crash(child.job, self.upkeep.process_id)
+        self._jobs_finished(self.pool.cancels.child_exited(self.upkeep, child))
         self._jobs_finished(leases.hand_back_all(self.upkeep, child,
                                                  child.kill_reason or status_text))
         expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
@@ -283,6 +284,7 @@ class Supervisor:
 
     def _periodic(self) -> None:
         now = time.monotonic()
+        self.pool.cancels.tick(self.upkeep, self.children, self.config, now)
         self.pool.enforce_deadlines(now)
         if now >= self.next_extend_at:
             self.next_extend_at = now + self.config.lease_seconds / 3

@@ -16,6 +16,7 @@ from .. import registry
 from ..logs import event
 from ..process_signals import BLOCKED_ACROSS_FORK
 from . import child as child_module, decisions
+from .cancels import Cancels
 from .children import ChildProcess, Deadline
 
 
@@ -28,6 +29,7 @@ class Pool:
         self.generation = 0           # children of an older one are replaced
         self.restart_failures = 0     # failed starts in a row
         self.next_spawn_at = 0.0
+        self.cancels = Cancels()   # running jobs cancelled: children told, killed past the grace
 
     # -- who is who ----------------------------------------------------------------
 
@@ -56,11 +58,12 @@ class Pool:
         slot = self._free_slot()
         read_fd, write_fd = os.pipe()           # child -> parent: what it does
         wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
+        control_read_fd, control_fd = os.pipe()  # parent -> child: its jobs cancelled
         max_items = self.config.max_items
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
-                                      process_id, max_items)
+                                      process_id, max_items, control_read_fd)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
@@ -73,9 +76,12 @@ class Pool:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         os.close(wake_read_fd)
+        os.close(control_read_fd)
         os.set_blocking(read_fd, False)
         os.set_blocking(wake_fd, False)
-        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd, wake_fd)
+        os.set_blocking(control_fd, False)
+        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd, wake_fd,
+                                          control_fd)
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
 
     def _free_slot(self) -> int:

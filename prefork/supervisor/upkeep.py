@@ -99,6 +99,19 @@ class Upkeep:
         stats = self._with_store(lambda store: store.queue_stats(queues))
         return None if stats is False else stats
 
+    def cancel_requested(self) -> Optional[set[int]]:
+        """Ids of our reserved jobs with a cancellation pending; None when the database
+        is away."""
+        found = self._with_store(lambda store: store.cancel_requested(self.process_id))
+        return None if found is False else found
+
+    def finish_cancelled(self, lease: Lease) -> Optional[bool]:
+        """End a killed child's cancelled job as cancelled (store.finish_cancelled);
+        None when the database is away."""
+        # In a tuple: the store's own False (the lease was lost) is no outage.
+        answer = self._with_store(lambda store: (store.finish_cancelled(lease),))
+        return None if answer is False else answer[0]
+
     def extend(self, leases: Sequence[Lease]) -> None:
         held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
         if held is not False and held < len(leases):

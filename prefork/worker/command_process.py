@@ -80,9 +80,9 @@ def execute(argv: list[str], job: Job, cwd: str | None,
             extra_env: Iterable[tuple[str, str]]) -> int:
     """Run the program to its end, relaying its output; returns its returncode.
 
-    A JobTimeout (soft timeout) or QuickStop raised while it runs stops the
-    program's whole process group (SIGTERM, SIGKILL after KILL_GRACE) and
-    propagates. However the program ends, nothing of its group survives it.
+    A JobTimeout (soft timeout), QuickStop or JobCancelled (a cancel) raised while
+    it runs stops the program's whole process group (SIGTERM, SIGKILL after
+    KILL_GRACE) and propagates. However the program ends, nothing of its group survives it.
     """
     started = time.monotonic()
     with guarded_group(job) as pgid:
@@ -117,8 +117,8 @@ def guarded_group(job: Job) -> Iterator[int]:
     also the group's id, kept from reuse until we reap it, so the final kill cannot
     reach a stranger.
 
-    Every signal is held off from the fork until the pid is kept here: a soft timeout
-    or a quick stop arriving meanwhile is raised after, and still ends the guard."""
+    Every signal is held off from the fork until the pid is kept here: a soft timeout,
+    a quick stop or a cancel arriving meanwhile is raised after, and still ends the guard."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, ALL_SIGNALS)
     guard_pid = 0
     try:

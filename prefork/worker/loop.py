@@ -12,12 +12,13 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
-from ..errors import CommandFailed, JobTimeout, LeaseLost, QuickStop, RejectedJob
+from ..errors import CommandFailed, JobCancelled, JobTimeout, LeaseLost, QuickStop, RejectedJob
 from ..failures import ErrorWriter
 from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
+from .cancellation import CancelInbox, record_cancelled
 
 FIRST_IDLE_SLEEP = 0.05
 # Seconds of expected work a worker may hold in claimed, unstarted jobs. Fast
@@ -90,7 +91,8 @@ class QuietListener:
 class Worker:
     def __init__(self, store: Any, config: Any, listener: Optional[WorkerListener] = None,
                  waker: Optional[Waker] = None, idle_sleeps: Optional[tuple[float, float]] = None,
-                 process_id: Optional[int] = None, supervised: bool = False) -> None:
+                 process_id: Optional[int] = None, supervised: bool = False,
+                 cancels: Optional[CancelInbox] = None) -> None:
         self.store = store
         self.config = config
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
@@ -118,6 +120,7 @@ class Worker:
         self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
         self.claim_cap: Optional[int] = None   # at most this many jobs to run (None: no cap)
         self.listener: WorkerListener = listener or QuietListener()
+        self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
 
     def request_stop(self) -> None:
         """Finish the current job, then stop. Safe to call from a signal handler."""
@@ -251,6 +254,7 @@ class Worker:
             self.give_back(job, "claim_released_on_shutdown")
             return Outcome.RELEASED, None, False
         self.processed += 1
+        self.cancels.start(job, self.held)
         self.listener.busy(job)   # first: the parent must know what we run
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         started = time.monotonic()
@@ -261,6 +265,9 @@ class Worker:
             return self.record_handler_error(job, exc), None, False
         except QuickStop:
             return self.release_interrupted(job), None, False
+        except JobCancelled:
+            self.time_job(started)
+            return record_cancelled(self.store, job), None, False
         self.time_job(started)
         if job.finished:
             self.log_completed(job, time.monotonic() - started)
@@ -322,6 +329,7 @@ class Worker:
         try:
             if self.quick_stopping:   # came after process() looked, before running_handler
                 raise QuickStop()
+            self.cancels.check()
             with soft_deadline(soft_timeout), \
                     (_around_job(job) if _around_job else nullcontext()):
                 handler(job)
