@@ -11,7 +11,7 @@ from ..job_search import Path, find_page, overviews, rollup_window
 from ..views import JobFilter, JobPage, JobRow, MinuteCounts, MinutePoint, QueueOverview
 from .dashboard_queries import (
     BEGIN_READ,
-    DEAD_COUNTS,
+    ENDED_COUNTS,
     END_READ,
     FIND_BY_ID,
     FIND_BY_KEY,
@@ -45,7 +45,7 @@ class SQLiteDashboard(SQLiteSession):
         now = utc_now()
         with self.snapshot():
             live = [(queue, status, due, count, _age(now, oldest))
-                    for statement in (LIVE_DUE_COUNTS, DEAD_COUNTS)
+                    for statement in (LIVE_DUE_COUNTS, ENDED_COUNTS)
                     for queue, status, due, count, oldest
                     in self._rows(statement, {"now": stamp(now)})]
             states = self._rows(QUEUE_STATES, {})

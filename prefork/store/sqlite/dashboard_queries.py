@@ -89,15 +89,15 @@ END_READ = "COMMIT"
 
 # Live counts from the claim index (never a done row), as (queue, status, due,
 # count, oldest available_at): the ready and reserved ranges split by
-# available_at; the dead range only counted per queue.
+# available_at; the dead and cancelled ranges only counted per queue.
 LIVE_DUE_COUNTS = (
     "SELECT queue, status, available_at <= :now AS due, COUNT(*), MIN(available_at)"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
     " WHERE status IN ('ready', 'reserved') GROUP BY queue, status, due")
 
-DEAD_COUNTS = (
-    "SELECT queue, 'dead', 1, COUNT(*), NULL FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'dead' GROUP BY queue")
+ENDED_COUNTS = (
+    "SELECT queue, status, 1, COUNT(*), NULL FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    " WHERE status IN ('dead', 'cancelled') GROUP BY queue, status")
 
 QUEUE_STATES = "SELECT queue, paused FROM prefork_queue_states"
 

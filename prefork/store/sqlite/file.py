@@ -18,7 +18,8 @@ from ...logs import event
 from .queries import DATABASE_FILE, DURABLE_COMMITS, HAS_MIGRATIONS_TABLE, WAL_JOURNAL
 
 DSN_PREFIX = "sqlite:///"
-TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at")
+TIME_COLUMNS = ("available_at", "lease_until", "created_at", "updated_at", "finished_at",
+                "cancel_requested_at")
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
 # SQLite's own busy handler sleeps up to 100 ms between looks at a busy lock,
 # so a process that writes again at once keeps winning it and the sleepers

@@ -14,7 +14,8 @@ from ...errors import LeaseLost
 from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease, utc_now
 from ...retry import Decision, RetryPolicy, hand_back_decision
-from ..contract import claimed_job
+from ..contract import ClaimedRow, claimed_job
+from .cancel_queries import CANCELLED_ERROR
 from .file import stamp, times
 from .paramstyle import FormatCursor
 from .queries import (
@@ -66,8 +67,14 @@ class SQLiteLifeCycle(SQLiteSession):
     def _reserve(self, cursor: sqlite3.Cursor, queues: Sequence[str], claimant: Claimant,
                  limit: int, stamps: dict[str, str]) -> list[Job]:
         """Claim up to `limit` ready jobs inside the caller's write transaction."""
-        worker, process_id = claimant
         rows = _ready_rows(cursor, queues, limit, stamps["now"])
+        return self._reserve_rows(cursor, rows, claimant, stamps)
+
+    def _reserve_rows(self, cursor: sqlite3.Cursor, rows: Sequence[ClaimedRow],
+                      claimant: Claimant, stamps: dict[str, str]) -> list[Job]:
+        """Reserve the jobs of these claim rows (read under the write lock the caller
+        holds): a fresh token each, the attempt, the lease, the claimant."""
+        worker, process_id = claimant
         tokens = [secrets.token_hex(16) for _ in rows]
         cursor.executemany(CLAIM_RESERVE, [{**stamps, "token": token, "worker": worker,
                                             "process_id": process_id, "id": row[0]}
@@ -75,11 +82,15 @@ class SQLiteLifeCycle(SQLiteSession):
         return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
 
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
+        return self._count_ready(queues, limit, limited=False)
+
+    def _count_ready(self, queues: Sequence[str], limit: int, limited: bool) -> int:
+        """Due unlimited (or limited) jobs of these queues, at most `limit` per queue."""
         now = stamp(utc_now())
         total = 0
         for queue in queues:
-            with closing(self._read(READY_COUNT, {"queue": queue, "now": now,
-                                                  "limit": limit})) as cursor:
+            with closing(self._read(READY_COUNT, {"queue": queue, "now": now, "limit": limit,
+                                                  "limited": int(limited)})) as cursor:
                 total += int(cursor.fetchone()[0])
         return total
 
@@ -141,12 +152,14 @@ class SQLiteLifeCycle(SQLiteSession):
             held = cursor.execute(HELD_BY_TOKEN, {"id": job_id, "token": lease_token}).fetchone()
             if held is None:
                 return None
-            attempts, max_attempts, crashes, history = held
+            attempts, max_attempts, crashes, history, cancel_requested = held
             status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
                                                      policy, max_crashes, charge)
             error, now = bounded(error), utc_now()
             if charge:   # a used attempt is a failed one; a restored one is not
                 history = appended_history(history, attempts, now, error)
+            if cancel_requested:
+                status, error = JobStatus.CANCELLED, CANCELLED_ERROR
             cursor.execute(HAND_BACK, {
                 "id": job_id, "status": status.value, "restored": 0 if charge else 1,
                 "crashed": 1 if charge else 0, "error": error, "history": history,

@@ -13,6 +13,7 @@ from ...jobs import JobStatus, utc_now
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
 from .dashboard_queries import PRUNE_MINUTES
 from .file import stamp
+from .limits_queries import PRUNE_LIMIT_GROUPS
 from .queries import (
     CONTROL,
     COUNT_FINISHED,
@@ -122,11 +123,16 @@ class SQLiteOperations(SQLiteSession):
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
         before = _stamp_ago(older_than_seconds)
         deleted = self._write_one(PRUNE_PROCESSES, {"batch": batch, "before": before})
-        while True:   # the rollup: a few rows per supervisor, queue and type each minute
-            minutes = self._write_one(PRUNE_MINUTES, {"batch": batch, "before": before})
-            deleted += minutes
-            if minutes < batch:
-                return deleted
+        # The rollup (a few rows per supervisor, queue and type each minute) and
+        # the buckets of the groups no job started in since (one per rate-limited
+        # type and key), in batches.
+        for statement in (PRUNE_MINUTES, PRUNE_LIMIT_GROUPS):
+            while True:
+                rows = self._write_one(statement, {"batch": batch, "before": before})
+                deleted += rows
+                if rows < batch:
+                    break
+        return deleted
 
     def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:

@@ -21,12 +21,14 @@ def placeholders(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any
 # --- producing --------------------------------------------------------------------------
 
 # Insert one job; a repeated (queue, key) inserts nothing (rowcount 0), and
-# EXISTING_JOB then finds the job that holds the key.
+# EXISTING_JOB then finds the job that holds the key. A job of a type with a
+# published limit (prefork_limits) is limited: only the limited claim takes it.
 ENQUEUE = (
     "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
-    " max_attempts, available_at, created_at, updated_at)"
+    " max_attempts, available_at, created_at, updated_at, concurrency_key, limited)"
     " VALUES (:queue, :job_type, :payload, :key, :priority, :max_attempts, :available_at,"
-    " :now, :now)"
+    " :now, :now, :concurrency_key,"
+    " EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = :job_type))"
     " ON CONFLICT (queue, idempotency_key) DO NOTHING")
 
 EXISTING_JOB = "SELECT id FROM prefork_jobs WHERE queue = :queue AND idempotency_key = :key"
@@ -36,11 +38,12 @@ EXISTING_JOB = "SELECT id FROM prefork_jobs WHERE queue = :queue AND idempotency
 # The next ready jobs of one queue in index order, in the column order
 # claimed_job() unpacks. No SKIP LOCKED: the claimer holds the database's write
 # lock, so nobody else can reserve these rows meanwhile. A paused queue is
-# claimed by nobody.
+# claimed by nobody. Limited jobs are the limited claim's (limits.py): an
+# equality of the claim index, so unlimited jobs never step over them.
 CLAIM_SELECT = (
     "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now"
+    " WHERE status = 'ready' AND queue = :queue AND limited = 0 AND available_at <= :now"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT :limit")
 
@@ -49,17 +52,23 @@ CLAIM_RESERVE = (
     " lease_until = :lease_until, locked_by = :worker, process_id = :process_id,"
     " updated_at = :now WHERE id = :id")
 
-# How many jobs of one queue are ready, counting at most :limit, from the
-# claim index (a read: no lock taken).
+# How many due jobs of one queue are ready, unlimited ones (:limited 0) or
+# limited ones (1), counting at most :limit, from the claim index (a read: no
+# lock taken).
 READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND available_at <= :now"
+    " WHERE status = 'ready' AND queue = :queue AND limited = :limited AND available_at <= :now"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
     " LIMIT :limit)")
 
 # --- one job under its lease ----------------------------------------------------------------
 # The lease fence of complete and extend: our token, still reserved, lease
 # not yet over. Zero rows matched means the lease was lost.
+#
+# A cancellation asked for while a job runs (cancel_requested_at) ends it on
+# whichever path it leaves 'reserved' by: 'cancelled' (last_error 'cancelled',
+# finished) instead of ready or dead, and the request cleared. A completion
+# keeps 'done': the job finished before it could be stopped.
 
 HOLDS_LEASE = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'reserved'"
                " AND lease_token = :token AND lease_until > :now")
@@ -69,7 +78,7 @@ HOLDS_LEASE = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'reserved
 # for a child busy with a slow job).
 COMPLETE = (
     "UPDATE prefork_jobs SET status = 'done', lease_until = NULL, finished_at = :now,"
-    " updated_at = :now WHERE id = :id AND status = 'reserved' AND lease_token = :token"
+    " cancel_requested_at = NULL, updated_at = :now WHERE id = :id AND status = 'reserved' AND lease_token = :token"
     " AND lease_until > :now")
 
 DONE_WITH_TOKEN = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'done'"
@@ -81,16 +90,24 @@ FAILING_HISTORY = ("SELECT error_history FROM prefork_jobs WHERE id = :id"
                    " AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
 FAIL = (
-    "UPDATE prefork_jobs SET status = :status, last_error = :error, error_history = :history,"
-    " lease_token = NULL, lease_until = NULL, available_at = :available_at,"
-    " finished_at = CASE WHEN :status = 'dead' THEN :now END, updated_at = :now"
+    "UPDATE prefork_jobs"
+    " SET status = CASE WHEN cancel_requested_at IS NULL THEN :status ELSE 'cancelled' END,"
+    " last_error = CASE WHEN cancel_requested_at IS NULL THEN :error ELSE 'cancelled' END,"
+    " error_history = :history, lease_token = NULL, lease_until = NULL,"
+    " available_at = :available_at,"
+    " finished_at = CASE WHEN :status = 'dead' OR cancel_requested_at IS NOT NULL THEN :now END,"
+    " cancel_requested_at = NULL, updated_at = :now"
     " WHERE id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
 # Release needs no live lease: giving back an unstarted claim is always
 # safe while the token still matches (nobody else took the job).
 RELEASE = (
-    "UPDATE prefork_jobs SET status = 'ready', attempts = attempts - 1, lease_token = NULL,"
-    " lease_until = NULL, locked_by = NULL, updated_at = :now"
+    "UPDATE prefork_jobs"
+    " SET status = CASE WHEN cancel_requested_at IS NULL THEN 'ready' ELSE 'cancelled' END,"
+    " last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error ELSE 'cancelled' END,"
+    " finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN :now END,"
+    " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
+    " cancel_requested_at = NULL, updated_at = :now"
     " WHERE id = :id AND status = 'reserved' AND lease_token = :token")
 
 EXTEND = (
@@ -98,23 +115,30 @@ EXTEND = (
     " WHERE id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
 # The dead worker's job, by its token (no lease check: the token proves
-# nobody else took it).
-HELD_BY_TOKEN = ("SELECT attempts, max_attempts, crashes, error_history FROM prefork_jobs"
+# nobody else took it), and whether its cancellation was asked for.
+HELD_BY_TOKEN = ("SELECT attempts, max_attempts, crashes, error_history,"
+                 " cancel_requested_at IS NOT NULL FROM prefork_jobs"
                  " WHERE id = :id AND status = 'reserved' AND lease_token = :token")
 
+# :status is ready, dead or (asked for) cancelled, decided from HELD_BY_TOKEN's row.
 HAND_BACK = (
     "UPDATE prefork_jobs SET status = :status, attempts = attempts - :restored,"
     " crashes = crashes + :crashed, last_error = :error, error_history = :history,"
     " lease_token = NULL, lease_until = NULL, available_at = :available_at,"
-    " finished_at = CASE WHEN :status = 'dead' THEN :now END, updated_at = :now WHERE id = :id")
+    " finished_at = CASE WHEN :status IN ('dead', 'cancelled') THEN :now END,"
+    " cancel_requested_at = NULL, updated_at = :now WHERE id = :id")
 
 # Up to :limit expired leases, oldest first through the lease index, back to
 # ready (dead when out of attempts).
 RECOVER_EXPIRED = (
     "UPDATE prefork_jobs"
-    " SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = 'lease expired', lease_token = NULL, lease_until = NULL, available_at = :now,"
-    " updated_at = :now, finished_at = CASE WHEN attempts >= max_attempts THEN :now END"
+    " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
+    " WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
+    " last_error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
+    " ELSE 'lease expired' END,"
+    " lease_token = NULL, lease_until = NULL, available_at = :now, updated_at = :now,"
+    " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
+    " THEN :now END, cancel_requested_at = NULL"
     " WHERE id IN (SELECT id FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
     " WHERE status = 'reserved' AND lease_until <= :now ORDER BY lease_until LIMIT :limit)")
 
@@ -124,7 +148,8 @@ RECOVER_EXPIRED = (
 GET = (
     "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
     " max_attempts, crashes, available_at, lease_until, locked_by, last_error, error_history,"
-    " created_at, updated_at, finished_at FROM prefork_jobs WHERE id = :id")
+    " created_at, updated_at, finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs WHERE id = :id")
 
 DEAD_JOBS = (
     "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
@@ -132,28 +157,33 @@ DEAD_JOBS = (
     " ORDER BY finished_at DESC, id DESC LIMIT :limit")
 
 # :max_attempts: the jobs' new max_attempts, or NULL to keep each one's.
+# {statuses}: the finished states retried (dead, cancelled). A job is limited
+# as its type is now (it may have got or lost a limit since it ended).
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = :now,"
+    " limited = EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = prefork_jobs.job_type),"
     " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
-    " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue)")
+    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue)")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = :now,"
+    " limited = EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = prefork_jobs.job_type),"
     " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
-    " WHERE status = 'dead' AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})")
+    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
 # Depth of some queues ({queues}) for the metrics: only the claim index's ranges
-# of the live statuses (its first column), so the millions of done rows are never read.
+# of every status but done (its first column), so the millions of done rows are
+# never read.
 QUEUE_STATS = (
     "SELECT queue, status, COUNT(*), SUM(available_at <= :now),"
     " (julianday(:now) - julianday(MIN(CASE WHEN available_at <= :now THEN available_at END)))"
     " * 86400.0"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status IN ('ready', 'reserved', 'dead') AND queue IN ({queues})"
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
 # A job held by a worker whose host name is not ours: the file is shared
@@ -192,9 +222,12 @@ JOBS_OF = ("SELECT id, locked_by, updated_at FROM prefork_jobs INDEXED BY ix_pre
 # (the attempt was used), but now instead of when each lease runs out.
 RETURN_JOBS_OF = (
     "UPDATE prefork_jobs"
-    " SET status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = :error, lease_token = NULL, lease_until = NULL, available_at = :now,"
-    " finished_at = CASE WHEN attempts >= max_attempts THEN :now END, updated_at = :now"
+    " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
+    " WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
+    " last_error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE :error END,"
+    " lease_token = NULL, lease_until = NULL, available_at = :now, updated_at = :now,"
+    " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
+    " THEN :now END, cancel_requested_at = NULL"
     " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = :id")
 
 # --- control, status and pruning -----------------------------------------------------------------
@@ -219,12 +252,12 @@ RUNNING_PROCESSES = (
 
 PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER BY queue"
 
-# Per queue, only the live statuses (the claim index starts with status, so
+# Per queue, every status but done (the claim index starts with status, so
 # the millions of done rows are never read), split into due and delayed.
 LIVE_COUNTS = (
     "SELECT queue, status, available_at <= :now AS due, COUNT(*), MIN(available_at)"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status IN ('ready', 'reserved', 'dead') GROUP BY queue, status, due")
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') GROUP BY queue, status, due")
 
 DONE_SINCE = (
     "SELECT queue, COUNT(*) FROM prefork_jobs INDEXED BY ix_prefork_jobs_finished"

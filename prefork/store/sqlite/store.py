@@ -1,9 +1,11 @@
 """The SQLite store: the embedded backend for one host. SQLiteStore puts together
 its parts (session.py: the connection and its transactions; lifecycle.py: claims,
-completions and leases; operations.py: the operator tables; dashboard.py: the
+completions and leases; limits.py: the limits' rules and the limited claim;
+cancel.py: cancellation; operations.py: the operator tables; dashboard.py: the
 dashboard's reads and the per-minute rollup; file.py: the file,
 its DSN and its time stamps), and holds the schema, the producing and the
-inspection of jobs itself. Every statement is named in queries.py.
+inspection of jobs itself. Every statement is named in queries.py (or the
+queries module of its part).
 
 DSN: sqlite:///relative/path.db (relative to the working directory) or
 sqlite:////absolute/path.db. Only an open with create=True (`run`, `migrate`)
@@ -33,7 +35,8 @@ from typing import Any
 
 from ...config import Config
 from ...errors import UserError
-from ...jobs import NewJob, utc_now
+from ...jobs import JobStatus, NewJob, utc_now
+from ...limits.rules import NO_KEY
 from ..contract import JobRow, QueueFigures, packaged_migrations, queue_figures
 from .file import (
     connect,
@@ -46,8 +49,10 @@ from .file import (
     where,
 )
 from .file import queue_schema_named as queue_schema_named  # for prefork.enqueue
+from .cancel import SQLiteCancellation
+from .cancel import cancel_on as cancel_on   # for prefork.cancel
 from .dashboard import SQLiteDashboard
-from .lifecycle import SQLiteLifeCycle
+from .limits import SQLiteLimits
 from .operations import SQLiteOperations
 from .queries import (
     COUNTS,
@@ -68,7 +73,7 @@ from .queries import (
 )
 
 
-class SQLiteStore(SQLiteLifeCycle, SQLiteOperations, SQLiteDashboard):
+class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
@@ -156,14 +161,17 @@ class SQLiteStore(SQLiteLifeCycle, SQLiteOperations, SQLiteDashboard):
         return self._read_dicts(DEAD_JOBS, {"queue": queue, "limit": limit})
 
     def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
-                   max_attempts: int | None = None) -> int:
-        chosen = {"queue": queue, "max_attempts": max_attempts}
+                   max_attempts: int | None = None,
+                   statuses: Sequence[JobStatus] = (JobStatus.DEAD,)) -> int:
+        names, chosen = placeholders("status", [JobStatus(status).value for status in statuses])
+        chosen.update(queue=queue, max_attempts=max_attempts)
         if job_ids is None:
-            return self._write_one(RETRY_DEAD, chosen)
+            return self._write_one(RETRY_DEAD.format(statuses=names), chosen)
         if not job_ids:
             return 0
         ids, params = placeholders("id", job_ids)
-        return self._write_one(RETRY_DEAD_IDS.format(ids=ids), {**params, **chosen})
+        return self._write_one(RETRY_DEAD_IDS.format(ids=ids, statuses=names),
+                               {**params, **chosen})
 
     def counts(self) -> dict[str, int]:
         with closing(self._read(COUNTS)) as cursor:
@@ -195,7 +203,7 @@ def _enqueue_params(new_job: NewJob, now: datetime) -> dict[str, Any]:
     return {"queue": new_job.queue, "job_type": new_job.type, "payload": new_job.payload_text,
             "key": new_job.key, "priority": new_job.priority,
             "max_attempts": new_job.max_attempts, "available_at": stamp(available_at),
-            "now": stamp(now)}
+            "concurrency_key": new_job.concurrency_key or NO_KEY, "now": stamp(now)}
 
 
 def enqueue_on(cursor: sqlite3.Cursor, new_job: NewJob) -> int:
