@@ -42,6 +42,15 @@ class BenchDatabase:
     def delete_queue(self, queue):
         return self.sql.bench_delete_queue(self.store, queue)
 
+    def most_reserved_per_group(self, queue):
+        """The most reserved jobs any one limit group (type, concurrency key) of `queue` has now."""
+        return self.sql.bench_most_reserved_per_group(self.store, queue)
+
+    def delete_limits(self, job_types, key_prefix):
+        """Delete the published rules of `job_types` and their groups whose concurrency
+        keys start with `key_prefix`."""
+        self.sql.bench_delete_limits(self.store, job_types, key_prefix)
+
     def counters(self):
         """Server counters as the rest of the server moved them: server-wide values
         minus this connection's own statements. None on SQLite (no server)."""

@@ -1,6 +1,7 @@
 """One bench invocation: for each worker count, the real supervisor and the textbook
-baseline on the same scratch queue, then (optionally) a run on a big table; the
-scratch rows, files and processes are gone afterwards, even after Ctrl-C."""
+baseline on the same scratch queue, then (optionally) the limit scenarios and a run
+on a big table; the scratch rows, files and processes are gone afterwards, even
+after Ctrl-C."""
 import secrets
 import shutil
 import signal
@@ -12,25 +13,27 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..errors import UserError
-from ..jobs import new_job
+from ..limits.rules import Rate, parse_rate
 from ..logs import error_class
 from ..progress import Progress
 from ..store import driver_errors
 from .database import BenchDatabase
-from .jobs import NOOP, PICKUP_FILE_ENV
+from .jobs import DEFAULT_RATE, NOOP, PICKUP_FILE_ENV
+from .limits import LIMITED_TYPES, LimitPlan, LimitScenarios
 from .measure import (
     PickupPlan,
+    ProcessWatch,
     Throughput,
     measure_background,
     measure_idle_load,
     measure_pickups,
     measure_throughput,
+    noop_batch,
     wait_settled,
 )
-from .processes import BaselinePool, bench_supervisor, cpu_seconds, supervisor_env
+from .processes import BaselinePool, bench_supervisor, supervisor_env
 from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
 
-MEMORY_SAMPLE_INTERVAL = 1.0
 RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell
 LABEL_WIDTH = 26
 
@@ -43,6 +46,9 @@ class Plan:
     pickups: int
     done_rows: int
     as_json: bool
+    limits: bool = False            # also the limit scenarios (limits.py)
+    rate: Rate = parse_rate(DEFAULT_RATE)
+    rate_seconds: float = 10.0
 
 
 @dataclass
@@ -53,41 +59,6 @@ class OursRun:
     polled_pickups: List[float] = field(default_factory=list)   # found by the poll
     idle_stmts_per_s: Optional[float] = None
     background_stmts_per_s: Optional[float] = None
-
-
-class ProcessWatch:
-    """Called at every poll of a run: fails fast when a process working the queue
-    died, and keeps the peak memory figures, sampled about once a second."""
-
-    def __init__(self, processes, server=None):
-        self.processes = processes    # a SupervisorProcess or a BaselinePool
-        self.server = server          # the database server's psutil.Process, when local
-        self.peaks = {}
-        self.next_sample = 0.0
-
-    def __call__(self):
-        self.processes.check_alive()
-        if time.monotonic() >= self.next_sample:
-            self.next_sample = time.monotonic() + MEMORY_SAMPLE_INTERVAL
-            for name, value in self.processes.memory().items():
-                if value is not None:
-                    self.peaks[name] = max(value, self.peaks.get(name, 0.0))
-
-    def cpu_seconds(self):
-        """{"parent", "children"[, "server"]}: CPU seconds used so far."""
-        seconds = self.processes.cpu_seconds()
-        if self.server is not None:
-            if self.server.is_running():
-                seconds["server"] = cpu_seconds([self.server.pid])
-            else:
-                self.server = None
-        return seconds
-
-
-def noop_batch(count, payload_bytes, queue, max_payload_bytes):
-    """`count` no-op jobs whose JSON payload is `payload_bytes` long ({"pad":"xx..."})."""
-    pad = "x" * max(0, payload_bytes - len('{"pad":""}'))
-    return [new_job(NOOP, {"pad": pad}, queue=queue, max_payload_bytes=max_payload_bytes)] * count
 
 
 class Bench:
@@ -109,12 +80,16 @@ class Bench:
         self.polled = PickupPlan(plan.pickups, (0.02, 0.02 + config.poll_interval), False,
                                  latency_file)
         self.batch = noop_batch(plan.jobs, plan.payload_bytes, self.queue, config.max_payload_bytes)
+        self.limit_plan = LimitPlan(max(plan.workers), plan.jobs, plan.payload_bytes,
+                                    config.max_payload_bytes, plan.rate, plan.rate_seconds)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
         self.started = time.monotonic()
 
     def _progress_total(self):
         per_count = self.plan.jobs * (2 if self.db.is_mysql else 1) + 2 * self.plan.pickups
-        return per_count * len(self.plan.workers) + (self.plan.jobs if self.plan.done_rows else 0)
+        return (per_count * len(self.plan.workers)
+                + (self.limit_plan.total_jobs if self.plan.limits else 0)
+                + (self.plan.jobs if self.plan.done_rows else 0))
 
     def _phase(self, text):
         """A phase begins: its line on stderr, whether or not the bar is drawn (a run of
@@ -128,9 +103,10 @@ class Bench:
 
     def run(self):
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
+        limits = self.limit_scenarios() if self.plan.limits else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
-        return self.report(rows, done_rows)
+        return self.report(rows, limits, done_rows)
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -175,6 +151,11 @@ class Bench:
         self.db.delete_queue(self.queue)
         return throughput
 
+    def limit_scenarios(self):
+        """--limits: the concurrency and the rate scenario, before any big table."""
+        return LimitScenarios(self.limit_plan, self.db, self.env, self.tmp, self.queue,
+                              self.server, self.progress, self._phase).run()
+
     def big_table_run(self, rows):
         """--done-rows: fill the table, rerun the largest worker count's throughput."""
         workers = max(self.plan.workers)
@@ -190,12 +171,13 @@ class Bench:
                 "empty_jobs_per_s": empty, "ratio": ours / empty,
                 "settled_seconds": None if settled is None else round(settled, 1)}
 
-    def report(self, rows, done_rows):
+    def report(self, rows, limits, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"
         return {"backend": backend, "dialect": self.db.dialect, "queue": self.queue,
                 "jobs": self.plan.jobs,
                 "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
-                "columns": list(ROW_KEYS), "rows": rows, "done_rows": done_rows,
+                "columns": list(ROW_KEYS), "rows": rows, "limits": limits,
+                "done_rows": done_rows,
                 "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),
                 "notes": list(NOTES + (MYSQL_NOTES if self.db.is_mysql else ()))}
 
@@ -213,6 +195,8 @@ class Bench:
             try:
                 for queue in (self.queue, self.done_queue):
                     db.delete_queue(queue)
+                if self.plan.limits:   # the limit scenarios' rules and groups
+                    db.delete_limits(LIMITED_TYPES, self.queue)
             finally:
                 db.close()
         except (UserError,) + driver_errors() as exc:

@@ -5,6 +5,11 @@
   (time.time()) at which the bench enqueued it; the handler appends the
   milliseconds from then to now, one number a line, to the file named by
   PREFORK_BENCH_PICKUP_FILE. Bench and workers must share a host (one clock).
+
+The limit scenarios' handlers (bench.keyed, bench.rated) are in
+prefork/bench/limited_jobs.py, an app of their own: the supervisor of the
+plain runs declares no limit, as before limits existed. Their names are here,
+for the bench, which never imports that app.
 """
 import os
 import time
@@ -14,6 +19,14 @@ import prefork
 NOOP = "bench.noop"
 PICKUP = "bench.pickup"
 PICKUP_FILE_ENV = "PREFORK_BENCH_PICKUP_FILE"
+
+LIMITS_APP = "prefork.bench.limited_jobs"
+KEYED = "bench.keyed"       # at most KEY_LIMIT running per concurrency key
+KEY_LIMIT = 1
+RATED = "bench.rated"       # at most the rate in RATE_ENV starts per concurrency key
+RATE_ENV = "PREFORK_BENCH_RATE"
+DEFAULT_RATE = "200/s"
+STARTS_FILE_ENV = "PREFORK_BENCH_STARTS_FILE"
 
 
 @prefork.handler(NOOP)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..jobs import new_job
-from .jobs import PICKUP
-from .processes import BenchError
+from .jobs import NOOP, PICKUP
+from .processes import BenchError, cpu_seconds
 
 FINISH_POLL = 0.05          # seconds between counts while a batch runs
 PICKUP_POLL = 0.005         # while one pickup job is out
@@ -18,6 +18,45 @@ IDLE_WINDOW = 3.0
 BACKGROUND_WINDOW = 2.0
 SETTLE_LIMIT = 180.0        # seconds at most to wait for the server after a bulk load
 SETTLED_CPU_SHARE = 0.05    # of one core: the server is quiet
+MEMORY_SAMPLE_INTERVAL = 1.0
+
+
+class ProcessWatch:
+    """Called at every poll of a run: fails fast when a process working the queue
+    died, and keeps the peak memory figures, sampled about once a second."""
+
+    def __init__(self, processes, server=None):
+        self.processes = processes    # a SupervisorProcess or a BaselinePool
+        self.server = server          # the database server's psutil.Process, when local
+        self.peaks = {}
+        self.next_sample = 0.0
+
+    def __call__(self):
+        self.processes.check_alive()
+        if time.monotonic() >= self.next_sample:
+            self.next_sample = time.monotonic() + MEMORY_SAMPLE_INTERVAL
+            for name, value in self.processes.memory().items():
+                if value is not None:
+                    self.peaks[name] = max(value, self.peaks.get(name, 0.0))
+
+    def cpu_seconds(self):
+        """{"parent", "children"[, "server"]}: CPU seconds used so far."""
+        seconds = self.processes.cpu_seconds()
+        if self.server is not None:
+            if self.server.is_running():
+                seconds["server"] = cpu_seconds([self.server.pid])
+            else:
+                self.server = None
+        return seconds
+
+
+def noop_batch(count, payload_bytes, queue, max_payload_bytes, job_type=NOOP, keys=(None,)):
+    """`count` no-op jobs whose JSON payload is `payload_bytes` long ({"pad":"xx..."}),
+    their concurrency keys taken from `keys` in turn (so claim order alternates them)."""
+    pad = "x" * max(0, payload_bytes - len('{"pad":""}'))
+    jobs = [new_job(job_type, {"pad": pad}, queue=queue, max_payload_bytes=max_payload_bytes,
+                    concurrency_key=key) for key in keys]
+    return [jobs[n % len(jobs)] for n in range(count)]
 
 
 @dataclass
@@ -34,20 +73,23 @@ class Throughput:
         return self.counters[name] / self.jobs
 
 
-def finish_deadline(jobs):
-    """Generous: a run slower than 20 jobs/s plus a minute is broken, not slow."""
-    return time.monotonic() + 60.0 + jobs / 20.0
+def finish_deadline(jobs, expected_seconds=0.0):
+    """Generous: a run slower than 20 jobs/s plus a minute (past the seconds a rate
+    limit makes it take) is broken, not slow."""
+    return time.monotonic() + expected_seconds + 60.0 + jobs / 20.0
 
 
-def measure_throughput(db, queue, batch, watch, progress):
+def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0):
     """Enqueue `batch` in one transaction, then count until none of it is unfinished.
     watch() runs at every count (it checks the processes, samples memory);
-    watch.cpu_seconds() is the CPU time of the processes working the queue."""
+    watch.cpu_seconds() is the CPU time of the processes working the queue.
+    expected_seconds: how long a rate limit makes the batch take, at least."""
     before, cpu_before = db.counters(), watch.cpu_seconds()
     started = time.monotonic()
     db.enqueue_many(batch)
     committed = time.monotonic()
-    wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL, finish_deadline(len(batch)))
+    wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL,
+                  finish_deadline(len(batch), expected_seconds))
     finished = time.monotonic()
     cpu = _deltas(cpu_before, watch.cpu_seconds())   # "server" only when both had it
     return Throughput(jobs=len(batch), enqueue_per_s=len(batch) / (committed - started),
@@ -97,7 +139,7 @@ def measure_pickups(db, queue, plan, watch, progress):
         enqueue(new_job(PICKUP, {"enqueued_at": time.time()}, queue=queue))
         wait_finished(db, queue, 1, watch, progress, PICKUP_POLL,
                       time.monotonic() + PICKUP_TIMEOUT)
-    latencies = read_latencies(plan.latency_file)
+    latencies = read_numbers(plan.latency_file)
     if len(latencies) != plan.count:
         raise BenchError(f"{plan.count} pickup jobs ran but {len(latencies)} latencies "
                          "were written")
@@ -105,7 +147,8 @@ def measure_pickups(db, queue, plan, watch, progress):
     return latencies
 
 
-def read_latencies(path):
+def read_numbers(path):
+    """The numbers a handler wrote to `path`, one a line (none when it wrote none)."""
     try:
         with open(path, encoding="ascii") as handle:
             return [float(line) for line in handle if line.strip()]

@@ -185,10 +185,10 @@ class SupervisorProcess:
 
 
 def bench_supervisor(workers: int, queue: str, env: Mapping[str, str],
-                     log_path: Path) -> SupervisorProcess:
+                     log_path: Path, app: str = "prefork.bench.jobs") -> SupervisorProcess:
     """The supervisor the bench measures: `workers` children on the scratch queue,
-    running the bench's handlers, logging warnings only."""
-    return SupervisorProcess(["--app", "prefork.bench.jobs", "--queues", queue,
+    running the bench's handlers (`app`), logging warnings only."""
+    return SupervisorProcess(["--app", app, "--queues", queue,
                               "--workers", str(workers), "--log-level", "warning",
                               "--log-format", "json"], env, log_path,
                              label=f"the supervisor ({workers} workers)")

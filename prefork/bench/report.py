@@ -140,7 +140,37 @@ def render_table(report):
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths))
              for line in cells]
-    return "\n".join(lines + [""] + _footer(report))
+    return "\n".join(lines + [""] + _limit_lines(report.get("limits")) + _footer(report))
+
+
+def _limit_lines(limits):
+    """The limit scenarios' section (--limits), before the footer; none without them."""
+    if limits is None:
+        return []
+    keyed, rate = limits["concurrency"], limits["rate"]
+    lines = [
+        f"concurrency {keyed['limit']} per key over {keyed['keys']} keys, {keyed['jobs']:,} "
+        f"jobs: {keyed['jobs_per_s']:,.0f} jobs/s = {keyed['ratio']:.2f}x the same jobs "
+        f"without the limit ({keyed['unlimited_jobs_per_s']:,.0f} jobs/s); at most "
+        f"{keyed['most_reserved_per_key']} reserved per key at the bench's polls "
+        f"({keyed['unlimited_most_reserved_per_key']} without the limit)"
+        + _statements(keyed["stmts_per_job"], keyed["unlimited_stmts_per_job"]) + ".",
+        f"rate {rate['rate']}, a backlog of {rate['jobs']:,} jobs: started at "
+        + ("-" if rate["achieved_per_s"] is None else
+           f"{rate['achieved_per_s']:,.1f}/s = {rate['achieved_pct']:.1f}% of the rate")
+        + f" (starts over {rate['starts_span_s']:.2f} s); {rate['jobs_per_s']:,.0f} jobs/s "
+        f"end to end" + _statements(rate["stmts_per_job"]) + "."]
+    return ([f"limits, {keyed['workers']} workers:"]
+            + [textwrap.fill(line, FOOTER_WIDTH, initial_indent="- ", subsequent_indent="  ")
+               for line in lines] + [""])
+
+
+def _statements(limited, unlimited=None):
+    """"; 1.20 stmts/job (0.30 without the limit)", or nothing on SQLite."""
+    if limited is None:
+        return ""
+    return f"; {limited:.2f} stmts/job" + ("" if unlimited is None else
+                                           f" ({unlimited:.2f} without the limit)")
 
 
 def _footer(report):

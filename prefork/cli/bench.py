@@ -2,6 +2,8 @@
 import argparse
 
 from ..config import Config
+from ..errors import UserError
+from ..limits.rules import Rate, parse_rate
 from .parser import command, whole_number
 
 
@@ -14,6 +16,25 @@ def _worker_counts(text: str) -> list[int]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError("give worker counts of at least 1, e.g. 1,2,4,8")
     return counts
+
+
+def _rate(text: str) -> Rate:
+    """--rate 200/s: a rate as a handler declares it."""
+    try:
+        return parse_rate(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(text: str) -> float:
+    """--rate-seconds 10: a number of seconds from 1 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("give from 1 to 3600 seconds")
+    return value
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +50,15 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--done-rows", type=whole_number, default=0, metavar="N",
                        help="Also fill the table with N done rows and rerun the largest "
                             "worker count (MySQL only; e.g. 1000000).")
+    group.add_argument("--limits", action="store_true",
+                       help="Also run the limit scenarios with the largest worker count: "
+                            "--jobs no-op jobs over 100 concurrency keys with 1 running per "
+                            "key (and without), and a backlog at --rate.")
+    group.add_argument("--rate", dest="bench_rate", type=_rate, default=_rate("200/s"),
+                       metavar="RATE", help="The rate scenario's limit (default 200/s).")
+    group.add_argument("--rate-seconds", type=_seconds, default=10.0, metavar="S",
+                       help="How long the rate scenario's backlog lasts at --rate "
+                            "(default 10): RATE x S jobs.")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -47,5 +77,6 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
         return 0
     from ..bench import Plan, run_bench
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
-                pickups=args.pickups, done_rows=args.done_rows, as_json=args.json)
+                pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
+                limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds)
     return run_bench(plan, config)

@@ -45,6 +45,22 @@ BENCH_UNFINISHED = (
 # Scratch rows go in chunks, so no statement holds a million row locks.
 BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
 
+# The most reserved jobs of one limit group (type, concurrency key) in a queue now, 0
+# when none: the limit scenarios' check that a slot (a reserved job) is never taken
+# twice. Reserved rows are few (bounded by the workers' batches).
+BENCH_MOST_RESERVED_PER_GROUP = (
+    "SELECT COALESCE(MAX(reserved), 0) FROM (SELECT COUNT(*) AS reserved"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'reserved' AND queue = %s GROUP BY job_type, concurrency_key) AS per_group")
+
+# What the limit scenarios leave besides their jobs: the rules their supervisor
+# published for the bench's two limited types (parameters: the types), and the
+# groups' buckets, whose concurrency keys all start with the scratch queue's name
+# (parameters: the types, the LIKE pattern "<queue>%").
+BENCH_DELETE_LIMITS = "DELETE FROM prefork_limits WHERE job_type IN (%s, %s)"
+BENCH_DELETE_LIMIT_GROUPS = ("DELETE FROM prefork_limit_groups"
+                             " WHERE job_type IN (%s, %s) AND concurrency_key LIKE %s")
+
 # Server counters, server-wide and of this connection alone (to subtract the
 # bench's own), of the names BENCH_COUNTER_NAMES (the parameters).
 BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes")
@@ -142,6 +158,18 @@ def bench_delete_queue(store: MySQLStore, queue: str) -> int:
         deleted += count
         if count < BENCH_DELETE_CHUNK:
             return deleted
+
+
+def bench_most_reserved_per_group(store: MySQLStore, queue: str) -> int:
+    """The most reserved jobs any one limit group of `queue` has now."""
+    return int(store._one(BENCH_MOST_RESERVED_PER_GROUP, (queue,))[0])
+
+
+def bench_delete_limits(store: MySQLStore, job_types: tuple[str, str], key_prefix: str) -> None:
+    """Delete the rules of the two limited `job_types` and their groups whose
+    concurrency keys start with `key_prefix` (letters, digits, '-' and ':')."""
+    store._rowcount(BENCH_DELETE_LIMIT_GROUPS, (*job_types, key_prefix + "%"))
+    store._rowcount(BENCH_DELETE_LIMITS, job_types)
 
 
 def bench_counters(store: MySQLStore) -> tuple[dict[str, int], dict[str, int]]:

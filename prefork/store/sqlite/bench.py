@@ -10,6 +10,20 @@ BENCH_UNFINISHED = ("SELECT COUNT(*) FROM prefork_jobs"
 
 BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = :queue"
 
+# The most reserved jobs of one limit group (type, concurrency key) in a queue now, 0
+# when none: the limit scenarios' check that a slot (a reserved job) is never taken twice.
+BENCH_MOST_RESERVED_PER_GROUP = (
+    "SELECT COALESCE(MAX(reserved), 0) FROM (SELECT COUNT(*) AS reserved FROM prefork_jobs"
+    " WHERE status = 'reserved' AND queue = :queue GROUP BY job_type, concurrency_key)")
+
+# What the limit scenarios leave besides their jobs: the rules their supervisor
+# published for the bench's two limited types, and the groups' buckets, whose
+# concurrency keys all start with the scratch queue's name.
+BENCH_DELETE_LIMITS = "DELETE FROM prefork_limits WHERE job_type IN (:first_type, :second_type)"
+BENCH_DELETE_LIMIT_GROUPS = (
+    "DELETE FROM prefork_limit_groups WHERE job_type IN (:first_type, :second_type)"
+    " AND concurrency_key LIKE :key_pattern")
+
 
 def bench_unfinished(store: SQLiteStore, queue: str) -> int:
     """How many jobs of `queue` are ready or reserved."""
@@ -20,3 +34,18 @@ def bench_unfinished(store: SQLiteStore, queue: str) -> int:
 def bench_delete_queue(store: SQLiteStore, queue: str) -> int:
     """Delete every row of a scratch queue; returns how many."""
     return store._write_one(BENCH_DELETE_QUEUE, {"queue": queue})
+
+
+def bench_most_reserved_per_group(store: SQLiteStore, queue: str) -> int:
+    """The most reserved jobs any one limit group of `queue` has now."""
+    with closing(store._connection().execute(BENCH_MOST_RESERVED_PER_GROUP,
+                                             {"queue": queue})) as cursor:
+        return int(cursor.fetchone()[0])
+
+
+def bench_delete_limits(store: SQLiteStore, job_types: tuple[str, str], key_prefix: str) -> None:
+    """Delete the rules of the two limited `job_types` and their groups whose
+    concurrency keys start with `key_prefix` (letters, digits, '-' and ':')."""
+    types = {"first_type": job_types[0], "second_type": job_types[1]}
+    store._write_one(BENCH_DELETE_LIMIT_GROUPS, {**types, "key_pattern": key_prefix + "%"})
+    store._write_one(BENCH_DELETE_LIMITS, types)
