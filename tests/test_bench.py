@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 from conftest import cli_env, run_cli, scalar, wait_until
 
-from prefork.bench.report import MYSQL_ONLY, ROW_KEYS
+from prefork.bench.report import MYSQL_ONLY, ROW_KEYS, render_table
 
 SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"
 
@@ -82,6 +83,43 @@ def test_bench_on_sqlite_prints_the_table_and_says_what_is_mysql_only(sqlite_mig
     assert report["mysql_only"] == list(MYSQL_ONLY)
 
 
+def test_bench_limits_reports_both_scenarios_and_the_limits_held(backend, db, request):
+    dsn = request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
+    result = run_cli("bench", "--workers", "2", "--jobs", "200", "--pickups", "3", "--limits",
+                     "--rate", "20/s", "--rate-seconds", "3", "--json", dsn=dsn, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert_sane_row(report["rows"][0], 2, backend)   # the plain row as without --limits
+    keyed, rated = report["limits"]["concurrency"], report["limits"]["rate"]
+    assert (keyed["workers"], keyed["jobs"], keyed["keys"], keyed["limit"]) == (2, 200, 100, 1)
+    assert keyed["jobs_per_s"] > 0 and keyed["unlimited_jobs_per_s"] > 0
+    assert keyed["ratio"] == pytest.approx(keyed["jobs_per_s"] / keyed["unlimited_jobs_per_s"])
+    # A slot is a reserved job: no poll of the bench saw two of one key reserved.
+    assert keyed["most_reserved_per_key"] <= 1
+    assert (rated["workers"], rated["jobs"], rated["rate"]) == (2, 60, "20/s")
+    assert rated["jobs_per_s"] > 0 and rated["achieved_per_s"] > 0
+    assert rated["achieved_pct"] == pytest.approx(100 * rated["achieved_per_s"] / 20)
+    # The rate held: a new group's bucket holds one token, so 60 starts take 59/20 s
+    # at least from the enqueue's commit (one token more for the two clocks' reading).
+    assert rated["jobs"] - 1 <= 20 * (rated["first_start_s"] + rated["starts_span_s"]) + 1
+    mysql = backend == "mysql"
+    for figures, key in ((keyed, "stmts_per_job"), (keyed, "unlimited_stmts_per_job"),
+                         (rated, "stmts_per_job")):
+        assert (figures[key] > 0) if mysql else (figures[key] is None), key
+    # The scenarios' rows, published rules and groups are gone.
+    assert db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE %s", ("bench-%",)) == 0
+    assert db.scalar("SELECT COUNT(*) FROM prefork_limits") == 0
+    assert db.scalar("SELECT COUNT(*) FROM prefork_limit_groups") == 0
+    assert processes_of(report["queue"]) == []
+    assert "limits: 200 jobs over 100 keys, 1 per key" in result.stderr
+    # The text report's section (after the table), from the same figures, unwrapped.
+    section = " ".join(line.strip() for line in render_table(report).split("\n\n")[1].splitlines())
+    assert re.fullmatch(r"limits, 2 workers: - concurrency 1 per key over 100 keys, 200 jobs: "
+                        r"[\d,]+ jobs/s = [\d.]+x the same jobs without the limit .*"
+                        r" - rate 20/s, a backlog of 60 jobs: started at [\d.,]+/s = "
+                        r"[\d.]+% of the rate .*", section), section
+
+
 def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, clean_db):
     bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "2",
                               "--jobs", "20000", "--json"], stdout=subprocess.PIPE,
@@ -109,4 +147,6 @@ def test_bench_refuses_bad_worker_counts_and_done_rows_on_sqlite(sqlite_migrated
     assert bad.returncode == 2 and "at least 1" in bad.stderr
     mysql_only = run_cli("bench", "--done-rows", "1000", dsn=sqlite_migrated)
     assert mysql_only.returncode == 2 and "MySQL-only" in mysql_only.stderr
-    assert "Traceback" not in bad.stderr + mysql_only.stderr
+    bad_rate = run_cli("bench", "--limits", "--rate", "5/x", dsn=sqlite_migrated)
+    assert bad_rate.returncode == 2 and "invalid rate '5/x'" in bad_rate.stderr
+    assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr

@@ -10,7 +10,9 @@ no-op types besides the plain ones) on the scratch queue, and
 - rate: a backlog of rate x rate_seconds jobs of bench.rated in one group: jobs/s,
   and the achieved rate of starts against the configured one. A new group's
   bucket holds one token, so n starts take (n - 1) / rate seconds: the achieved
-  rate is (n - 1) / (last start - first start), from the handlers' clock.
+  rate is (n - 1) / (last start - first start), from the handlers' clock; and
+  from the enqueue's commit to the first start (the bucket's clock starts at the
+  first claim after it), so n starts never take less than (n - 1) / rate.
 
 Every group's concurrency key starts with the scratch queue's name, so the bench
 deletes the groups (and the two types' published rules) afterwards.
@@ -129,5 +131,6 @@ class LimitScenarios:
         return {"workers": self.plan.workers, "jobs": jobs, "rate": str(rate),
                 "configured_per_s": rate.per_second, "achieved_per_s": achieved,
                 "achieved_pct": None if achieved is None else 100 * achieved / rate.per_second,
+                "first_start_s": min(starts) - throughput.committed_at,
                 "starts_span_s": span, "jobs_per_s": throughput.jobs_per_s,
                 "stmts_per_job": throughput.per_job("Questions")}

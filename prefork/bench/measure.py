@@ -66,6 +66,7 @@ class Throughput:
     jobs_per_s: float
     counters: Optional[dict]     # server counter deltas less the bench's own; None on SQLite
     cpu_ms_per_job: dict         # {"parent", "children"[, "server"]}: ms per job
+    committed_at: float = 0.0    # wall clock (time.time()) once the enqueue committed
 
     def per_job(self, name):
         if self.counters is None:
@@ -87,7 +88,7 @@ def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0):
     before, cpu_before = db.counters(), watch.cpu_seconds()
     started = time.monotonic()
     db.enqueue_many(batch)
-    committed = time.monotonic()
+    committed, committed_at = time.monotonic(), time.time()
     wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL,
                   finish_deadline(len(batch), expected_seconds))
     finished = time.monotonic()
@@ -96,7 +97,8 @@ def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0):
                       jobs_per_s=len(batch) / (finished - committed),
                       counters=_deltas(before, db.counters()),
                       cpu_ms_per_job={name: 1000 * seconds / len(batch)
-                                      for name, seconds in cpu.items()})
+                                      for name, seconds in cpu.items()},
+                      committed_at=committed_at)
 
 
 def wait_finished(db, queue, total, watch, progress, interval, deadline):
