@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ..config import Config
 from ..store.contract import packaged_migrations
+from ..store.sqlite import limits_queries as limits_sql
 from ..store.sqlite import queries as sqlite_sql
 from ..jobs import utc_now
 from ..store.sqlite.file import execute_when_free, network_filesystem, stamp
@@ -19,6 +20,7 @@ WAL = "wal"
 # (label, statement, the index it must search prefork_jobs by) of the claim and
 # the completion; the rest of a plan is judged by its words alone.
 CLAIM = (("select the next ready jobs", sqlite_sql.CLAIM_SELECT, "ix_prefork_jobs_claim"),
+         ("select the next limited jobs", limits_sql.LIMITED_WAITING, "ix_prefork_jobs_claim"),
          ("reserve them", sqlite_sql.CLAIM_RESERVE, "INTEGER PRIMARY KEY"))
 COMPLETION = (("check the lease", sqlite_sql.HOLDS_LEASE, "INTEGER PRIMARY KEY"),
               ("mark it done", sqlite_sql.COMPLETE, "INTEGER PRIMARY KEY"))

@@ -38,8 +38,16 @@ SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts
   available_at, lease_until, lease_token, locked_by, crashes, last_error, created_at, updated_at,
   finished_at, process_id, error_history FROM prefork_jobs;
 
--- The counter of the old table, which may be past the highest id left (pruned rows).
-UPDATE sqlite_sequence SET seq = max(seq, (SELECT seq FROM sqlite_sequence WHERE name = 'prefork_jobs'))
+-- The counter of the old table, which may be past the highest id left (pruned
+-- rows), goes to the new one. Either may have no counter row yet: the copy may
+-- have inserted nothing (an empty or a new file), the old table may never have
+-- had a row.
+INSERT INTO sqlite_sequence (name, seq)
+  SELECT 'prefork_jobs_new', 0
+  WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'prefork_jobs_new');
+UPDATE sqlite_sequence
+  SET seq = max(COALESCE(seq, 0),
+                COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'prefork_jobs'), 0))
   WHERE name = 'prefork_jobs_new';
 DELETE FROM sqlite_sequence WHERE name = 'prefork_jobs';
 

@@ -94,12 +94,14 @@ PRUNE_LIMIT_GROUPS = (
 # --- visibility ------------------------------------------------------------------------------
 
 # Per group of a published rule: running (reserved) and waiting (due, ready)
-# jobs, and the rule, for the groups with either.
+# jobs, and the rule, for the groups with either. CROSS JOIN: the rules first,
+# then the live jobs of their types alone (never those of unlimited types).
 LIMIT_USAGE = (
     "SELECT j.job_type, j.concurrency_key, SUM(j.status = 'reserved') AS running,"
     " SUM(j.status = 'ready' AND j.available_at <= :now) AS waiting,"
     " l.concurrency, l.rate_count, l.rate_seconds"
-    " FROM prefork_limits AS l JOIN prefork_jobs AS j INDEXED BY ix_prefork_jobs_status_type"
+    " FROM prefork_limits AS l CROSS JOIN prefork_jobs AS j"
+    " INDEXED BY ix_prefork_jobs_status_type"
     " ON j.status IN ('ready', 'reserved') AND j.job_type = l.job_type"
     " GROUP BY j.job_type, j.concurrency_key, l.concurrency, l.rate_count, l.rate_seconds"
     " HAVING running > 0 OR waiting > 0 ORDER BY j.job_type, j.concurrency_key")
