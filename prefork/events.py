@@ -39,6 +39,9 @@ class Event(enum.StrEnum):
                        "SIGHUP applied a new config; a new generation of children follows")
     CONFIG_RELOAD_FAILED = ("config_reload_failed", ERROR,
                             "SIGHUP's config was refused; the old one stays in force")
+    LIMITS_PUBLISHED = ("limits_published", INFO,
+                        "the limits in force here (at start, after a reload) were recorded in "
+                        "the database: the limited job types")
     RESTART_REQUESTED = ("restart_requested", INFO,
                          "a `restart` request retired the workers older than it")
     RESTART_BACKOFF = ("restart_backoff", WARNING,

@@ -1,5 +1,5 @@
-"""The handler registry: job type name -> function (with its timeouts and retry
-rules), filled by the application.
+"""The handler registry: job type name -> function (with its timeouts, retry
+rules and limits), filled by the application.
 
 Handlers are looked up by the job type string only; nothing in job data can
 name a module or class to import. What the decorator returns is a Task: the
@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from .config import Config
 from .errors import UserError
 from .jobs import JOB_TYPE_PATTERN, Job, Payload
+from .limits.rules import LimitRule, rule_for
 from .retry import RetryRules
 
 # A handler receives the claimed Job; what it returns is ignored.
@@ -27,6 +28,7 @@ NO_RULES = RetryRules()
 _handlers: dict[str, Handler] = {}
 _timeouts: dict[str, Timeouts] = {}
 _rules: dict[str, RetryRules] = {}
+_limits: dict[str, LimitRule] = {}
 
 
 class Task(Generic[Result]):
@@ -54,7 +56,8 @@ class Task(Generic[Result]):
 
 def handler(job_type: str, soft_timeout: float | None = None, hard_timeout: float | None = None,
             *, retry_on: object = (), discard_on: object = (), max_attempts: int | None = None,
-            backoff: object = None) -> Callable[[Callable[[Job], Result]], Task[Result]]:
+            backoff: object = None, concurrency: int | None = None,
+            rate: str | None = None) -> Callable[[Callable[[Job], Result]], Task[Result]]:
     """Register the decorated function as the handler of `job_type`.
 
     The function receives a `prefork.Job`. Returning normally completes the
@@ -62,17 +65,24 @@ def handler(job_type: str, soft_timeout: float | None = None, hard_timeout: floa
     exception schedules a retry with backoff, unless the retry rules say
     otherwise (retry_on, discard_on, max_attempts, backoff: see
     prefork.retry.RetryRules). soft_timeout / hard_timeout (seconds) override
-    the configured ones for this job type. A wrong argument is a one-line
-    ValueError or TypeError here, at import.
+    the configured ones for this job type. concurrency (at most this many
+    running at once) and rate ("100/m": starts per second, minute or hour) limit
+    the type across every supervisor, per concurrency key (prefork.limits). A
+    wrong argument is a one-line ValueError or TypeError here, at import.
     """
     if not isinstance(job_type, str) or not JOB_TYPE_PATTERN.fullmatch(job_type):
         raise ValueError(f"invalid job type name: {job_type!r}")
     checked_rules = RetryRules.checked(retry_on, discard_on, max_attempts, backoff)
+    try:
+        declared_limit = rule_for(job_type, concurrency, rate)
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
 
     def register(func: Callable[[Job], Result]) -> Task[Result]:
         _handlers[job_type] = func
         _timeouts[job_type] = (soft_timeout, hard_timeout)
         _rules[job_type] = checked_rules
+        set_limit(job_type, declared_limit)
         return Task(job_type, func)
 
     return register
@@ -93,6 +103,19 @@ def timeouts(job_type: str, config: Config) -> tuple[float, float]:
 def rules(job_type: str) -> RetryRules:
     """The retry rules of a job type (the configured behaviour when it set none)."""
     return _rules.get(job_type, NO_RULES)
+
+
+def set_limit(job_type: str, rule: LimitRule | None) -> None:
+    """Make `rule` the limits of a job type (None: it has none)."""
+    if rule is None:
+        _limits.pop(job_type, None)
+    else:
+        _limits[job_type] = rule
+
+
+def limit_rule(job_type: str) -> LimitRule | None:
+    """The limits of a job type; None when it has none."""
+    return _limits.get(job_type)
 
 
 def registered_types() -> list[str]:

@@ -293,6 +293,7 @@ class Supervisor:
         if waiting and now >= self.next_poll_at:
             self.next_poll_at = now + self.config.poll_interval
             self.pool.wake_waiting(self.upkeep.ready_count(len(waiting)))
+        self.upkeep.limits_when_due(now, list(self.children.values()))
         self._jobs_finished(leases.write_behind_slow_jobs(self.upkeep, self.children.values(),
                                                           now))
         self.upkeep.recover_when_due(now)

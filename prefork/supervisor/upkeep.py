@@ -18,13 +18,15 @@ import psutil
 from .. import __version__
 from ..errors import UserError
 from ..jobs import JobStatus, Lease, NewJob
+from ..limits.rules import LimitRule
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
 from ..store.contract import HeldJob, QueueFigures, Store
 from ..store.views import MinuteCounts
-from .children import RunningJob
+from .children import ChildProcess, RunningJob
 from .decisions import holder_may_run
+from .limits import SupervisorLimits
 from .rollup import Rollup, utc_minute
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
@@ -75,11 +77,13 @@ class Upkeep:
         self.process_id = 0   # our id in the process registry once registered (ids start at 1)
         self.rollup = Rollup()
         self.next_rollup_at = 0.0   # monotonic: the next minute's start
+        self.limits = SupervisorLimits()   # the limits in force here (limits.py)
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
             self.close()
         self.config = config
+        self.limits.declared()   # a reload's: published on the next pass
 
     def connection_id(self) -> Optional[int]:
         getter = getattr(self.store, "connection_id", None)
@@ -90,6 +94,28 @@ class Upkeep:
     def ready_count(self, limit: int) -> int:
         """Jobs ready in our queues (at most limit); 0 when the database is away."""
         return self._with_store(lambda store: store.ready_count(self.config.queues, limit)) or 0
+
+    def limited_ready(self, limit: int) -> int:
+        """Due limited jobs in our queues (at most limit per queue); 0 when the database
+        is away."""
+        try:   # TEMPORARY (limits-runtime): until both stores implement it
+            return self._with_store(lambda store: store.limited_ready(self.config.queues,
+                                                                      limit)) or 0
+        except NotImplementedError:
+            return 0
+
+    def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> bool:
+        """Publish the limits in force here (store.publish_limits); False when the
+        database is away."""
+        try:   # TEMPORARY (limits-runtime): until both stores implement it
+            return self._with_store(lambda store: store.publish_limits(rules, handled_types)) \
+                is not False
+        except NotImplementedError:
+            return True
+
+    def limits_when_due(self, now: float, children: Sequence[ChildProcess]) -> None:
+        """Publish the limits when due; once a poll, wake a child for limited work."""
+        self.limits.tick(now, self, children, self.config.poll_interval)
 
     def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         """Depth and oldest ready age of these queues (store.queue_stats); None when the
@@ -201,6 +227,7 @@ class Upkeep:
         """Join the process registry at start; errors here stop the start."""
         assert self.store is not None, "connected when constructed"
         self._join(self.store, workers)
+        self.limits.publish_when_due(self)   # before any child's first claim
 
     def _join(self, store: Store, workers: int) -> None:
         """Join the process registry (at start, and again after others pruned us)."""

@@ -6,6 +6,8 @@ that runs an external program (a PHP script, a shell tool...).
     timeout = 600
     cwd = /srv/app
     env = APP_ENV=production LOG_CHANNEL=stderr
+    concurrency = 2
+    rate = 100/m
 
 `argv` is split once, at load time, with shlex into a fixed argv. Each
 `{name}` is filled from the job's payload inside the one element it stands
@@ -46,6 +48,7 @@ from ..config import Config
 from ..settings import boolean
 from ..errors import CommandFailed, RejectedJob, UserError
 from ..jobs import JOB_TYPE_PATTERN, Job
+from ..limits.rules import LimitRule, rule_for
 from .command_process import OWN_ENV_PREFIXES, describe_status, execute
 
 # Every key of a [command:TYPE] section: (key, example value, meaning). The parser
@@ -61,6 +64,10 @@ KEY_DOCS = (
      "inherited environment."),
     ("allow_option_values", "false", "true lets a placeholder's value begin its argument with "
      "'-' (pass an option to the program)."),
+    ("concurrency", "2", "At most this many jobs of the type run at once, across every "
+     "supervisor, per concurrency key (default: no limit)."),
+    ("rate", "100/m", "At most this many jobs of the type start per second (/s), minute (/m) "
+     "or hour (/h), across every supervisor, per concurrency key (default: no limit)."),
 )
 KEYS = tuple(key for key, _, _ in KEY_DOCS)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")   # whole names only: fullmatch
@@ -82,6 +89,7 @@ class CommandSpec:
     cwd: str | None
     env: tuple[tuple[str, str], ...]   # (name, value) pairs added to the inherited environment
     allow_option_values: bool = False  # a filled element may begin with "-"
+    limit: LimitRule | None = None     # concurrency and rate; None: no limit
 
     def placeholders(self) -> list[str]:
         return sorted({value for element in self.argv for kind, value in element
@@ -126,7 +134,8 @@ def _parse(job_type: str, keys: Mapping[str, str], fail: Fail) -> CommandSpec:
         raise fail(f"cwd {cwd!r} is not a directory")
     _check_program(argv[0][0][1], cwd, dict(env).get("PATH", os.environ.get("PATH")), fail)
     return CommandSpec(job_type, argv, _parse_timeout(keys.get("timeout"), fail), cwd, env,
-                       _parse_boolean("allow_option_values", keys.get("allow_option_values"), fail))
+                       _parse_boolean("allow_option_values", keys.get("allow_option_values"), fail),
+                       _parse_limit(job_type, keys, fail))
 
 
 def parse_argv(text: str, fail: Fail) -> tuple[Element, ...]:
@@ -203,6 +212,17 @@ def _parse_timeout(text: str | None, fail: Fail) -> float | None:
     return value
 
 
+def _parse_limit(job_type: str, keys: Mapping[str, str], fail: Fail) -> LimitRule | None:
+    """The section's concurrency and rate keys (absent or empty: no such limit)."""
+    concurrency: object = keys.get("concurrency", "").strip() or None
+    if isinstance(concurrency, str) and concurrency.isascii() and concurrency.isdigit():
+        concurrency = int(concurrency)   # anything else is named as it was written
+    try:
+        return rule_for(job_type, concurrency, keys.get("rate", "").strip() or None)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+
+
 def _parse_boolean(key: str, text: str | None, fail: Fail) -> bool:
     try:
         return boolean(text or "false")
@@ -246,6 +266,12 @@ def install(specs: Mapping[str, CommandSpec]) -> None:
     _configured.update(specs)
     for job_type, spec in specs.items():
         registry.handler(job_type, soft_timeout=spec.timeout)(run_command_job)
+        registry.set_limit(job_type, spec.limit)
+
+
+def installed() -> Mapping[str, CommandSpec]:
+    """The command types in force in this process (install()'s last specs)."""
+    return _configured
 
 
 def handled_types(specs: Mapping[str, CommandSpec]) -> set[str]:

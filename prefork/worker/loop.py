@@ -18,6 +18,7 @@ from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
+from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
 
 FIRST_IDLE_SLEEP = 0.05
@@ -120,6 +121,7 @@ class Worker:
         self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
         self.claim_cap: Optional[int] = None   # at most this many jobs to run (None: no cap)
         self.listener: WorkerListener = listener or QuietListener()
+        self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
         self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
 
     def request_stop(self) -> None:
@@ -148,7 +150,7 @@ class Worker:
                 or bool(should_retire and should_retire())
 
         def chain_next() -> bool:
-            return not (self.stopping or enough())
+            return not (self.stopping or enough() or self.limited.first_due())
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -158,15 +160,16 @@ class Worker:
         # A job in hand goes through process() even once stopping, which gives it
         # back: a stop can land while a completion claims the next one.
         while not self.stopping or job is not None:
-            if job is None and not queue_empty:
-                job = self.claim_next()
+            if job is None and (not queue_empty or self.limited.pending()):
+                job = self.claim_next(plain=not queue_empty)
             if job is None:
                 if once or stop_when_empty:
                     break
                 self.listener.waiting()
-                woken = self.waker.sleep(idle_sleep)
+                woken = self.waker.sleep(self.limited.sleep_time(idle_sleep))
                 idle_sleep = min(idle_sleep * 2, self.idle_sleeps[1])
                 queue_empty = self.supervised and not woken
+                self.limited.woke(woken)
                 continue
             idle_sleep = self.idle_sleeps[0]
             outcome, job, queue_empty = self.process(job, chain_next)
@@ -177,9 +180,13 @@ class Worker:
         event("worker_stopped", processed=self.processed, worker=self.identity)
         return self.processed
 
-    def claim_next(self) -> Optional[Job]:
+    def claim_next(self, plain: bool = True) -> Optional[Job]:
+        """A held job, else a claimed one (plain: may make a plain claim)."""
         if self.held:
             return self.held.popleft()
+        return self.limited.claim_with(self.claim_plain if plain else None)
+
+    def claim_plain(self) -> Optional[Job]:
         return self.take(self.store.claim(self.config.queues, self.identity,
                                           self.config.lease_seconds, limit=self.batch_size(),
                                           process_id=self.process_id))
@@ -256,6 +263,7 @@ class Worker:
         self.processed += 1
         self.cancels.start(job, self.held)
         self.listener.busy(job)   # first: the parent must know what we run
+        self.limited.started(job)
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
         started = time.monotonic()
         try:
