@@ -77,11 +77,13 @@ def cancel(conn: Connection, job_id_or_ids: int | Iterable[int]) -> CancelReport
 def job_id_list(job_id_or_ids: int | Iterable[int]) -> list[int]:
     """One id or many as a list without repeats, in order; a one-line UserError for
     anything but whole numbers."""
-    given = [job_id_or_ids] if isinstance(job_id_or_ids, int) else list(job_id_or_ids)
+    given: list[object] = [job_id_or_ids]
+    if isinstance(job_id_or_ids, Iterable) and not isinstance(job_id_or_ids, (str, bytes)):
+        given = list(job_id_or_ids)
     for job_id in given:
         if isinstance(job_id, bool) or not isinstance(job_id, int):
             raise UserError(f"a job id is a whole number, not {job_id!r}")
-    return list(dict.fromkeys(given))
+    return list(dict.fromkeys(cast(list[int], given)))
 
 
 def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:

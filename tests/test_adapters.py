@@ -1,4 +1,5 @@
-"""prefork.enqueue() and prefork.notify() on every connection an application may hold:
+"""prefork.enqueue(), prefork.cancel() and prefork.notify() on every connection an
+application may hold:
 a DB-API connection of PyMySQL, mysqlclient (MySQLdb), mysql-connector-python or
 sqlite3, and a SQLAlchemy 2 Connection or Session on each of them.
 
@@ -186,6 +187,25 @@ def test_the_job_rolls_back_and_commits_with_the_applications_transaction(target
                                 (key,)) == job_id
 
 
+def test_a_cancel_and_a_concurrency_key_ride_the_applications_transaction(target):
+    with target.application() as app:
+        job_id = prefork.enqueue(app.handle, "ledger", key="to-cancel",
+                                 concurrency_key="account-7")
+        app.commit()
+        assert target.db.row(job_id)["concurrency_key"] == "account-7"
+        report = prefork.cancel(app.handle, [job_id, 987654321])
+        assert report == prefork.CancelReport([job_id], [], [], [987654321])
+        app.rollback()
+        assert target.db.row(job_id)["status"] == "ready"
+        assert prefork.cancel(app.handle, job_id).cancelled == [job_id]
+        app.add_order("cancelled")
+        assert target.db.row(job_id)["status"] == "ready", "visible before the commit"
+        app.commit()
+        assert prefork.cancel(app.handle, job_id).finished == [job_id]
+        app.commit()
+    assert target.db.row(job_id)["status"] == "cancelled" and target.orders() == ["cancelled"]
+
+
 def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):
     """A poll interval of a minute: the job runs within the deadline only if notify()
     on the application's connection rang the supervisor's bell."""
@@ -237,7 +257,11 @@ def test_a_database_without_the_queue_schema_is_named(driver, holder, request, t
         with pytest.raises(NoQueueDatabase) as raised:
             prefork.enqueue(app.handle, "noop")
         app.rollback()
+        with pytest.raises(NoQueueDatabase) as cancelling:
+            prefork.cancel(app.handle, [1])
+        app.rollback()
     assert str(raised.value) == f"{expected}, or set the DSN"
+    assert str(cancelling.value) == str(raised.value)
     assert table_count(driver, where) == 0
 
 
@@ -255,8 +279,9 @@ def test_anything_else_is_refused_in_one_line_naming_what_is_accepted(sqlite_eng
                    "sqlalchemy.engine.base.Engine": sqlite_engine,     # holds no transaction
                    "sqlalchemy.orm.session.sessionmaker": sessionmaker(sqlite_engine)}
         for name, value in refused.items():
-            for call, args in (("prefork.enqueue()", ("noop",)), ("prefork.notify()", ())):
-                function = prefork.enqueue if call == "prefork.enqueue()" else prefork.notify
+            for call, function, args in (("prefork.enqueue()", prefork.enqueue, ("noop",)),
+                                         ("prefork.cancel()", prefork.cancel, ([1],)),
+                                         ("prefork.notify()", prefork.notify, ())):
                 with pytest.raises(TypeError) as raised:
                     function(value, *args)
                 assert str(raised.value) == f"{call} {ACCEPTED}{name}"

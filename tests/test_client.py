@@ -53,6 +53,20 @@ def test_a_job_enqueued_by_a_client_is_run_by_the_real_worker(db, queue_dsn):
                      ("client-1",)) == job_id
 
 
+def test_a_client_cancels_and_commits(db, queue_dsn):
+    with prefork.Client(queue_dsn, config=config_module.load(environ={})) as client:
+        ready = client.enqueue("ledger", {"n": 1})
+        assert client.cancel([ready, 987654321, ready]) == \
+            prefork.CancelReport([ready], [], [], [987654321])
+        assert client.cancel(ready) == prefork.CancelReport([], [], [ready], [])
+        assert client.cancel([]) == prefork.CancelReport([], [], [], [])
+        for bad in (["7"], [True], 7.0, "12"):
+            with pytest.raises(UserError, match="a job id is a whole number"):
+                client.cancel(bad)
+    # Committed: another connection sees it.
+    assert db.row(ready)["status"] == "cancelled"
+
+
 def test_the_dsn_comes_from_the_configuration_and_a_given_one_wins(
         sqlite_migrated, tmp_path, monkeypatch, mysql_db, migrated):
     config_file = tmp_path / "queue.ini"

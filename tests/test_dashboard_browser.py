@@ -113,7 +113,7 @@ def test_log_in_retry_pause_and_resume_with_hostile_data_inert(browser, dashboar
 
     browser.get(dashboard.url + f"/jobs/{retry_id}")
     browser.find_element(By.ID, "retry").click()
-    wait_for_notice(browser, "Retried 1 dead job")
+    wait_for_notice(browser, "Retried 1 job")
     assert store.get(retry_id)["status"] == "ready"
     assert store.get(hostile_id)["status"] == "dead"
 

@@ -242,7 +242,7 @@ def test_actions_change_exactly_what_they_say(dashboard, queue_store):
     token = client.log_in()
     answer = client.post("/dead/retry", {"csrf": token, "id": [one], "back": "job"})
     assert answer.status == 303 and answer.headers["location"] == f"/jobs/{one}?notice=retry&count=1"
-    assert "Retried 1 dead job" in client.get(answer.headers["location"]).text
+    assert "Retried 1 job" in client.get(answer.headers["location"]).text
     assert [queue_store.get(i)["status"] for i in (one, two, three)] == ["ready", "dead", "dead"]
     assert client.post("/dead/discard", {"csrf": token, "id": [two]}).status == 303
     assert queue_store.get(two) is None and queue_store.get(three)["status"] == "dead"
