@@ -46,6 +46,10 @@ class BenchDatabase:
         """The most reserved jobs any one limit group (type, concurrency key) of `queue` has now."""
         return self.sql.bench_most_reserved_per_group(self.store, queue)
 
+    def limited_done(self, queue):
+        """How many done jobs of `queue` were enqueued as limited."""
+        return self.sql.bench_limited_done(self.store, queue)
+
     def delete_limits(self, job_types, key_prefix):
         """Delete the published rules of `job_types` and their groups whose concurrency
         keys start with `key_prefix`."""

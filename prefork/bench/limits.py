@@ -101,8 +101,18 @@ class LimitScenarios:
                            self.plan.max_payload_bytes, job_type=job_type, keys=keys)
         sampled = GroupWatch(watch, self.db, self.queue)
         throughput = measure_throughput(self.db, self.queue, batch, sampled, self.progress)
-        self.db.delete_queue(self.queue)
+        self.check_limited(job_type, self.plan.jobs)
         return throughput, sampled.most
+
+    def check_limited(self, job_type: str, jobs: int) -> None:
+        """The run's jobs were limited (their rule published before the enqueue) when
+        their type has a rule, else not; then delete them."""
+        limited = self.db.limited_done(self.queue)
+        self.db.delete_queue(self.queue)
+        expected = 0 if job_type == NOOP else jobs
+        if limited != expected:
+            raise BenchError(f"{limited} of the {jobs} {job_type} jobs were enqueued as "
+                             f"limited, not {expected}: was the rule published at start?")
 
     def concurrency_figures(self, free: Throughput, free_most: int, limited: Throughput,
                             limited_most: int) -> Dict[str, Any]:
@@ -122,7 +132,7 @@ class LimitScenarios:
                            self.plan.max_payload_bytes, job_type=RATED, keys=[self.queue])
         throughput = measure_throughput(self.db, self.queue, batch, watch, self.progress,
                                         expected_seconds=(jobs - 1) / rate.per_second)
-        self.db.delete_queue(self.queue)
+        self.check_limited(RATED, jobs)
         starts = read_numbers(self.starts_file)
         if len(starts) != jobs:
             raise BenchError(f"{jobs} rated jobs ran but {len(starts)} starts were written")

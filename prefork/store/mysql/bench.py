@@ -53,6 +53,12 @@ BENCH_MOST_RESERVED_PER_GROUP = (
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
     " WHERE status = 'reserved' AND queue = %s GROUP BY job_type, concurrency_key) AS per_group")
 
+# How many of a queue's done jobs were enqueued as limited (a rule for their type was
+# published): the limit scenarios' check that their limited run was one.
+BENCH_LIMITED_DONE = (
+    "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'done' AND queue = %s AND limited = 1")
+
 # What the limit scenarios leave besides their jobs: the rules their supervisor
 # published for the bench's two limited types (parameters: the types), and the
 # groups' buckets, whose concurrency keys all start with the scratch queue's name
@@ -163,6 +169,11 @@ def bench_delete_queue(store: MySQLStore, queue: str) -> int:
 def bench_most_reserved_per_group(store: MySQLStore, queue: str) -> int:
     """The most reserved jobs any one limit group of `queue` has now."""
     return int(store._one(BENCH_MOST_RESERVED_PER_GROUP, (queue,))[0])
+
+
+def bench_limited_done(store: MySQLStore, queue: str) -> int:
+    """How many done jobs of `queue` were enqueued as limited."""
+    return int(store._one(BENCH_LIMITED_DONE, (queue,))[0])
 
 
 def bench_delete_limits(store: MySQLStore, job_types: tuple[str, str], key_prefix: str) -> None:

@@ -16,6 +16,11 @@ BENCH_MOST_RESERVED_PER_GROUP = (
     "SELECT COALESCE(MAX(reserved), 0) FROM (SELECT COUNT(*) AS reserved FROM prefork_jobs"
     " WHERE status = 'reserved' AND queue = :queue GROUP BY job_type, concurrency_key)")
 
+# How many of a queue's done jobs were enqueued as limited (a rule for their type was
+# published): the limit scenarios' check that their limited run was one.
+BENCH_LIMITED_DONE = ("SELECT COUNT(*) FROM prefork_jobs"
+                      " WHERE status = 'done' AND queue = :queue AND limited = 1")
+
 # What the limit scenarios leave besides their jobs: the rules their supervisor
 # published for the bench's two limited types, and the groups' buckets, whose
 # concurrency keys all start with the scratch queue's name.
@@ -40,6 +45,12 @@ def bench_most_reserved_per_group(store: SQLiteStore, queue: str) -> int:
     """The most reserved jobs any one limit group of `queue` has now."""
     with closing(store._connection().execute(BENCH_MOST_RESERVED_PER_GROUP,
                                              {"queue": queue})) as cursor:
+        return int(cursor.fetchone()[0])
+
+
+def bench_limited_done(store: SQLiteStore, queue: str) -> int:
+    """How many done jobs of `queue` were enqueued as limited."""
+    with closing(store._connection().execute(BENCH_LIMITED_DONE, {"queue": queue})) as cursor:
         return int(cursor.fetchone()[0])
 
 
