@@ -19,6 +19,7 @@ from dashboard_helpers import DASHBOARD_COMMAND, PASSWORD, DashboardProcess, mak
 
 from prefork.dashboard import create_app
 from prefork.jobs import new_job
+from prefork.limits.rules import LimitRule
 from prefork.store.sqlite.store import SQLiteStore
 
 PAGES = ("/", "/jobs", "/dead", "/queues", "/schedules", "/restart")
@@ -202,7 +203,7 @@ def test_read_only_shows_no_action_and_refuses_every_post(dashboard, queue_store
     for path, form in (("/login", {"password": ""}), ("/dead/retry", {"id": dead_id}),
                        ("/dead/discard", {"id": dead_id}), ("/queues/pause", {"queue": "default"}),
                        ("/restart", {"host": "*"}), ("/api/dead/batch", {"action": "retry"}),
-                       ("/logout", {})):
+                       ("/jobs/cancel", {"id": dead_id}), ("/logout", {})):
         assert client.post(path, form).status == 403, path
     assert queue_store.get(dead_id)["status"] == "dead"
     assert queue_store.queue_overview()[0].paused is False
@@ -268,6 +269,74 @@ def test_actions_change_exactly_what_they_say(dashboard, queue_store):
     assert client.post("/restart", {"csrf": token, "host": "*"}).status == 303
     _, every_host, _ = queue_store.control_state("web-2")
     assert every_host is not None
+
+
+def test_cancel_changes_exactly_what_it_says(dashboard, queue_store):
+    running = enqueue(queue_store, key="running")
+    assert [job.id for job in queue_store.claim(["default"], "dashboard-test:1", 60)] == [running]
+    ready, other = enqueue(queue_store, key="ready"), enqueue(queue_store, key="other")
+    process = dashboard("--log-format", "json", password=PASSWORD)
+    client = process.client()
+    assert 'id="cancel"' not in client.get(f"/jobs/{ready}").text   # not logged in
+    token = client.log_in()
+    assert 'id="cancel"' in client.get(f"/jobs/{ready}").text
+    assert client.post("/jobs/cancel", {"id": ready}).status == 403   # no CSRF token
+    assert queue_store.get(ready)["status"] == "ready"
+
+    answer = client.post("/jobs/cancel", {"csrf": token, "id": ready})
+    assert answer.status == 303
+    assert answer.headers["location"] == f"/jobs/{ready}?notice=cancelled&job={ready}"
+    page = client.get(answer.headers["location"]).text
+    assert f"Job {ready} cancelled: it will not run." in page
+    assert 'state-cancelled">cancelled<' in page and 'id="cancel"' not in page
+    assert 'id="retry"' in page and 'id="discard"' not in page   # retry it, never discard
+    stopping = client.post("/jobs/cancel", {"csrf": token, "id": running})
+    assert stopping.headers["location"] == f"/jobs/{running}?notice=stopping&job={running}"
+    page = client.get(stopping.headers["location"]).text
+    assert "its supervisor is stopping it" in page and 'id="stopping"' in page
+    assert 'id="cancel"' not in page   # asked once: nothing more to ask
+    finished = client.post("/jobs/cancel", {"csrf": token, "id": ready})
+    assert finished.headers["location"] == f"/jobs/{ready}?notice=finished&job={ready}"
+    assert client.post("/jobs/cancel", {"csrf": token, "id": 987654321}).status == 404
+    assert client.post("/jobs/cancel", {"csrf": token, "id": "7; DROP"}).status == 400
+    assert [queue_store.get(i)["status"] for i in (ready, running, other)] == [
+        "cancelled", "reserved", "ready"]
+    assert queue_store.get(running)["cancel_requested_at"] is not None
+    actions = [event for event in map(json.loads, process.stderr().splitlines())
+               if event["event"] == catalogued("dashboard_action")]
+    assert [(e["action"], e["job"], e["outcome"]) for e in actions] == [
+        ("cancel", ready, "cancelled"), ("cancel", running, "stopping"),
+        ("cancel", ready, "finished")]
+
+
+def test_the_cancelled_state_and_the_limits_table_show_everywhere(dashboard, queue_store):
+    rule = LimitRule("report.build", concurrency=3)
+    queue_store.publish_limits([rule], ["report.build"])
+    limited = [queue_store.enqueue(new_job("report.build", {"n": n}, concurrency_key=HOSTILE))
+               for n in range(3)]
+    claimed, _ = queue_store.claim_limited(["default"], "dashboard-test:1", 60, 1, None,
+                                           {"report.build": rule})
+    assert [job.id for job in claimed] == limited[:1]
+    cancelled = enqueue(queue_store, queue="mail")
+    queue_store.cancel([cancelled])
+    process = dashboard()
+    client = process.client()
+    answer = client.get("/api/overview")
+    assert answer.status == 200, (answer.status, answer.text, process.stderr())
+    overview = answer.json()
+    assert {q["queue"]: q["cancelled"] for q in overview["queues"]} == {"default": 0, "mail": 1}
+    assert overview["limits"] == [{"type": "report.build", "key": HOSTILE, "running": 1,
+                                   "limit": 3, "rate": None, "waiting": 2}]
+    page = client.get("/").text
+    assert "<th>Cancelled</th>" in page and "<h2>Limits</h2>" in page
+    assert HOSTILE not in page and "&lt;script&gt;alert(" in page   # the key, escaped
+    assert "<td>Cancelled</td>" not in page
+    listed = client.get("/jobs", status="cancelled").text
+    assert f'href="/jobs/{cancelled}"' in listed and f'href="/jobs/{limited[1]}"' not in listed
+    assert '<option value="cancelled"' in listed
+    assert "<th>Cancelled</th>" in client.get("/queues").text
+    job_page = client.get(f"/jobs/{cancelled}").text
+    assert 'state-cancelled">cancelled<' in job_page
 
 
 def test_bulk_action_on_everything_matching_goes_in_bounded_batches(dashboard, queue_store, db):
