@@ -6,17 +6,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..store.mysql.schema import WORKER_TABLES
+from ..store.mysql.schema import RULES_TABLE, WORKER_TABLES
 from .checks import Check, Status
 
 NAME = "privileges"
 ALL = "ALL PRIVILEGES"
 USAGE = "USAGE"   # "no privileges"
 WORKER_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE"})
-# What `grants` gives a worker: read, insert and update the queue tables, and
-# read the schema's versions (to check the schema is current).
+# What `grants` gives a worker: read, insert and update the queue tables, also
+# delete the published limits (publish_limits replaces them), and read the
+# schema's versions (to check the schema is current).
 NEEDED: dict[str, frozenset[str]] = {
     **{table: WORKER_PRIVILEGES for table in WORKER_TABLES},
+    RULES_TABLE: WORKER_PRIVILEGES | {"DELETE"},
     "prefork_schema_migrations": frozenset({"SELECT"}),
 }
 

@@ -10,7 +10,7 @@ from pymysql.constants import ER
 
 from ..config import Config
 from ..errors import UserError
-from ..store.mysql.queries import SCHEMA_VERSIONS
+from ..store.mysql.schema_queries import SCHEMA_VERSIONS
 from ..store.mysql.server import MINIMUM, Flavor, Server, check_supported
 from ..store.mysql.session import error_code
 from ..store.mysql.store import MySQLStore

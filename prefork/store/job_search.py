@@ -143,6 +143,7 @@ def overviews(live: Iterable[Sequence[Any]], states: Iterable[Sequence[Any]],
 
     def of(queue: str) -> dict[str, Any]:
         return counts.setdefault(queue, {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
+                                         "cancelled": 0,
                                          "done_last_hour": 0, "failed_last_hour": 0,
                                          "per_minute": 0.0, "oldest_ready_age_s": None,
                                          "paused": False})

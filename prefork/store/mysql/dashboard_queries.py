@@ -97,8 +97,9 @@ END_SNAPSHOT = "COMMIT"
 
 # Live counts from the claim index (never a done row), in the rows
 # job_search.overviews() reads: (queue, status, due, count, oldest age s). The
-# ready and reserved ranges split by available_at; the dead range, often the
-# longest, only counted per queue (a GROUP BY in index order, no temporary table).
+# ready and reserved ranges split by available_at; the dead and cancelled
+# ranges, often the longest, only counted per queue (a GROUP BY in index order,
+# no temporary table).
 LIVE_DUE_COUNTS = (
     "SELECT queue, status, available_at <= UTC_TIMESTAMP(6) AS due, COUNT(*),"
     " TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) / 1e6"
@@ -106,8 +107,8 @@ LIVE_DUE_COUNTS = (
     " WHERE status IN ('ready', 'reserved') GROUP BY queue, status, due")
 
 DEAD_COUNTS = (
-    "SELECT queue, 'dead', 1, COUNT(*), NULL FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'dead' GROUP BY queue")
+    "SELECT queue, status, 1, COUNT(*), NULL FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('dead', 'cancelled') GROUP BY status, queue")
 
 QUEUE_STATES = "SELECT queue, paused FROM prefork_queue_states"
 

@@ -14,17 +14,18 @@ are PyMySQL's).
 """
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from pymysql.constants import ER
 
+from ...cancellation import CancelReport
 from ...errors import NoQueueDatabase
 from ...jobs import NewJob
 from .session import error_code, redacted
-from .store import bell_key, enqueue_on
+from .store import bell_key, cancel_on, enqueue_on
 
 # "Table 'jobs.prefork_jobs' doesn't exist": the database the statement looked in
 # (the one the application chose last, whatever the connection was opened with).
@@ -51,6 +52,9 @@ class Driver:
 
     def enqueue_on(self, cursor: Any, new_job: NewJob) -> int:
         return enqueue_on(cursor, new_job)
+
+    def cancel_on(self, cursor: Any, job_ids: Sequence[int]) -> CancelReport:
+        return cancel_on(cursor, job_ids)
 
     def bell_key_of(self, conn: Any) -> str:
         return bell_key(_text(self.database(conn)))

@@ -112,13 +112,13 @@ class MySQLLifeCycle(MySQLSession):
                                                         decision))
 
     def _fail(self, job: Job, error: str, decision: Decision) -> bool:
-        status = (JobStatus.DEAD if decision.dead else JobStatus.READY).value
         with self._transaction() as cursor:
             if cursor.execute(LOCK_FAILING, job.lease) != 1:
                 return False
             locked = cursor.fetchone()
             assert locked is not None
-            history, now = locked
+            history, now, cancelling = locked
+            status = failed_status(decision.dead, cancelling).value
             cursor.execute(FAIL, (status, error, appended_history(history, job.attempt, now, error),
                                   micros(decision.delay), status, job.id))
             return True
@@ -146,9 +146,10 @@ class MySQLLifeCycle(MySQLSession):
                 return None
             held = cursor.fetchone()
             assert held is not None
-            attempts, max_attempts, crashes, history, now = held
+            attempts, max_attempts, crashes, history, now, cancelling = held
             status, delay, error = hand_back_decision(attempts, max_attempts, crashes, cause,
                                                      policy, max_crashes, charge)
+            status = failed_status(status is JobStatus.DEAD, cancelling)
             error = bounded(error)
             if charge:   # a used attempt is a failed one; a restored one is not
                 history = appended_history(history, attempts, now, error)
@@ -163,6 +164,14 @@ class MySQLLifeCycle(MySQLSession):
             if not ids:
                 return 0
             return cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+
+
+def failed_status(dead: bool, cancelling: int) -> JobStatus:
+    """Where a reserved job goes when its attempt failed or its worker died: cancelled
+    when its cancellation is pending, else dead or ready as decided."""
+    if cancelling:
+        return JobStatus.CANCELLED
+    return JobStatus.DEAD if dead else JobStatus.READY
 
 
 def _fenced(statement: str, leases: Sequence[Lease]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from ...jobs import JobStatus
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
 from .dashboard_queries import PRUNE_MINUTES
+from .limit_queries import PRUNE_LIMIT_GROUPS
 from .queries import (
     CONTROL,
     COUNT_FINISHED,
@@ -117,11 +118,15 @@ class MySQLOperations(MySQLSession):
 
     def prune_processes(self, older_than_seconds: float, batch: int = 1000) -> int:
         deleted = self._rowcount(PRUNE_PROCESSES, (micros(older_than_seconds), batch))
-        while True:   # the rollup: a few rows per supervisor, queue and type each minute
-            minutes = self._rowcount(PRUNE_MINUTES, (micros(older_than_seconds), batch))
-            deleted += minutes
-            if minutes < batch:
-                return deleted
+        # The rollup (a few rows per supervisor, queue and type each minute) and the
+        # limited groups not refilled since (one per type and concurrency key).
+        for statement in (PRUNE_MINUTES, PRUNE_LIMIT_GROUPS):
+            while True:
+                rows = self._rowcount(statement, (micros(older_than_seconds), batch))
+                deleted += rows
+                if rows < batch:
+                    break
+        return deleted
 
     def discard_dead(self, job_ids: Sequence[int]) -> int:
         if not job_ids:

@@ -15,12 +15,13 @@ Values are bound parameters (%s); {ids} and {lease_pairs} take the placeholder
 lists of queries.placeholders() and queries.lease_pairs().
 """
 
-# Lock the next ready jobs of one queue (queue, queue again for the pause check,
-# limit) in claim index order, skipping rows other claimers hold: their ids.
-# The pause check is a subquery, which the outer locking clause does not lock.
+# Lock the next ready jobs without limits (limited = 0, an equality of the claim
+# index) of one queue (queue, queue again for the pause check, limit) in claim
+# index order, skipping rows other claimers hold: their ids. The pause check is
+# a subquery, which the outer locking clause does not lock.
 LOCK_NEXT_READY_IDS = (
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
 
@@ -43,10 +44,11 @@ READ_BACK_IDS = (
 
 # Of a group of leases ({lease_pairs}), mark done the jobs whose lease is ours and
 # live. The token stays on a done row: it tells DONE_UNDER_LEASES, and any later
-# group completion, that the job was finished under that lease.
+# group completion, that the job was finished under that lease. A cancellation
+# asked for too late is dropped: the job finished first.
 COMPLETE_LEASED = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
-    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " finished_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL, updated_at = UTC_TIMESTAMP(6)"
     " WHERE status = 'reserved' AND lease_until > UTC_TIMESTAMP(6) AND ({lease_pairs})")
 
 # Of a group of leases, the jobs done under them: by COMPLETE_LEASED just now,

@@ -29,22 +29,28 @@ def script(*statements: str) -> str:
 
 # --- producing ------------------------------------------------------------------------
 
-# Insert one job; on a duplicate (queue, key) make LAST_INSERT_ID() the
-# existing row's id, so the caller gets that id and no second row.
+# Insert one job (queue, type, payload, key, priority, max attempts, run at or
+# NULL, delay in microseconds, concurrency key ('' for none), type again); on a
+# duplicate (queue, key) make LAST_INSERT_ID() the existing row's id, so the
+# caller gets that id and no second row. `limited`: whether a rule of the type is
+# published (prefork_limits), read by its primary key in the same statement.
 ENQUEUE = (
     "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
-    " max_attempts, available_at, created_at, updated_at)"
+    " max_attempts, available_at, created_at, updated_at, concurrency_key, limited)"
     " VALUES (%s, %s, %s, %s, %s, %s,"
-    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6),"
+    " %s, EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = %s))"
     " ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)")
 
-# The bulk form: PyMySQL's executemany turns it into one multi-row INSERT;
-# a no-op update on duplicates makes the row count the number of new jobs.
+# The bulk form, run by executemany in one transaction (a row per statement:
+# PyMySQL folds into one multi-row INSERT only VALUES of bare placeholders); a
+# no-op update on duplicates makes the row count the number of new jobs.
 ENQUEUE_MANY = (
     "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
-    " max_attempts, available_at, created_at, updated_at)"
+    " max_attempts, available_at, created_at, updated_at, concurrency_key, limited)"
     " VALUES (%s, %s, %s, %s, %s, %s,"
-    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6),"
+    " %s, EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = %s))"
     " ON DUPLICATE KEY UPDATE id = id")
 
 # --- claims and group completions: the steps of the scripts below ----------------------
@@ -55,15 +61,17 @@ FORGET_BATCH_IDS = "SET @prefork_claimed = NULL, @prefork_completed = NULL"
 START_TRANSACTION = "START TRANSACTION"
 COMMIT = "COMMIT"
 
-# Lock the next ready jobs of one queue (queue, queue again for the pause check,
-# limit) in index order, skipping rows other claimers hold, and note their ids.
+# Lock the next ready jobs without limits (limited = 0: an equality of the claim
+# index, so its order is the ORDER BY) of one queue (queue, queue again for the
+# pause check, limit) in index order, skipping rows other claimers hold, and
+# note their ids.
 # FORCE INDEX: the optimizer must never choose a filesort here, which would lock
 # every row it scans. A paused queue is claimed by nobody; its check is not a
 # locking read (FOR UPDATE applies to the outer table only).
 LOCK_NEXT_READY = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED) AS next_jobs")
 
@@ -100,12 +108,14 @@ LOCK_LEASED_GROUP = (
 
 # Mark the locked ones that are still reserved done. The token stays on a done
 # row: it tells a later group completion that the job was written with that lease.
+# A cancellation asked for too late is dropped: the job finished first.
 COMPLETE_LOCKED_GROUP = (
     "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
     " JOIN JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$'))"
     " AS completed ON j.id = completed.id"
     " SET j.status = 'done', j.lease_until = NULL, j.finished_at = UTC_TIMESTAMP(6),"
-    " j.updated_at = UTC_TIMESTAMP(6) WHERE j.status = 'reserved'")
+    " j.cancel_requested_at = NULL, j.updated_at = UTC_TIMESTAMP(6)"
+    " WHERE j.status = 'reserved'")
 
 COMPLETED_IDS = "SELECT @prefork_completed"
 
@@ -126,12 +136,13 @@ COMPLETE_AND_CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GRO
 
 # --- one job under its lease --------------------------------------------------------------
 
-# How many jobs of one queue are ready (queue, queue, limit), counting at most
-# the limit, from the claim index without locking: the supervisor's look for
-# its idle children (one such statement per queue, in one script).
+# How many jobs without limits of one queue are ready (queue, queue, limit),
+# counting at most the limit, from the claim index without locking: the
+# supervisor's look for its idle children (one such statement per queue, in one
+# script). limit_queries.LIMITED_READY_COUNT counts the limited ones.
 READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 
@@ -141,18 +152,25 @@ LOCK_FOR_COMPLETION = (
     "SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE id = %s AND status = 'reserved'"
     " AND lease_token = %s AND lease_until > UTC_TIMESTAMP(6) FOR UPDATE")
 
-# The token stays on a done row (see COMPLETE_LOCKED_GROUP).
+# The token stays on a done row, a late cancellation is dropped (see
+# COMPLETE_LOCKED_GROUP).
 COMPLETE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
-    " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " finished_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL, updated_at = UTC_TIMESTAMP(6)"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
     " AND lease_until > UTC_TIMESTAMP(6)")
 
 # Release needs no live lease: giving back an unstarted claim is always
-# safe while the token still matches (nobody else took the job).
+# safe while the token still matches (nobody else took the job). A job whose
+# cancellation is pending ends cancelled instead of ready. MySQL assigns left to
+# right, each assignment seeing those before it: every statement here clears
+# cancel_requested_at last, after the others read it.
 RELEASE = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'ready', attempts = attempts - 1,"
-    " lease_token = NULL, lease_until = NULL, locked_by = NULL, updated_at = UTC_TIMESTAMP(6)"
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET status = IF(cancel_requested_at IS NULL, 'ready', 'cancelled'),"
+    " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
+    " finished_at = IF(cancel_requested_at IS NULL, NULL, UTC_TIMESTAMP(6)),"
+    " updated_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
 EXTEND = (
@@ -178,13 +196,16 @@ LOCK_EXPIRED = (
     " WHERE status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)"
     " ORDER BY lease_until LIMIT %s FOR UPDATE SKIP LOCKED")
 
-# The locked ones ({ids}) back to ready, or dead when out of attempts.
+# The locked ones ({ids}) back to ready, or dead when out of attempts, or
+# cancelled when their cancellation is pending (cleared last: see RELEASE).
 RECOVER_EXPIRED = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
-    " SET status = IF(attempts >= max_attempts, 'dead', 'ready'),"
+    " SET status = IF(cancel_requested_at IS NOT NULL, 'cancelled',"
+    " IF(attempts >= max_attempts, 'dead', 'ready')),"
     " last_error = 'lease expired', lease_token = NULL, lease_until = NULL,"
     " available_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6),"
-    " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL)"
+    " finished_at = IF(cancel_requested_at IS NOT NULL OR attempts >= max_attempts,"
+    " UTC_TIMESTAMP(6), NULL), cancel_requested_at = NULL"
     " WHERE id IN ({ids}) AND status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)")
 
 # --- inspection and repair --------------------------------------------------------------------
@@ -193,25 +214,30 @@ RECOVER_EXPIRED = (
 GET = (
     "SELECT id, queue, job_type, payload, idempotency_key, status, priority, attempts,"
     " max_attempts, crashes, available_at, lease_until, locked_by, last_error, error_history,"
-    " created_at, updated_at, finished_at FROM prefork_jobs WHERE id = %s")
+    " created_at, updated_at, finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs WHERE id = %s")
 
 DEAD_JOBS = (
     "SELECT id, queue, job_type, attempts, last_error, finished_at FROM prefork_jobs"
     " WHERE status = 'dead' AND (%s IS NULL OR queue = %s)"
     " ORDER BY finished_at DESC, id DESC LIMIT %s")
 
-# (new max_attempts or NULL to keep each job's, queue or NULL, queue again)
+# Dead or cancelled jobs ({statuses}) back to ready: (new max_attempts or NULL
+# to keep each job's, the statuses, queue or NULL, queue again). `limited` is
+# read again: a rule may have been published or removed since the job ended.
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
-    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6)"
-    " WHERE status = 'dead' AND (%s IS NULL OR queue = %s)")
+    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6),"
+    " limited = EXISTS (SELECT 1 FROM prefork_limits AS l WHERE l.job_type = prefork_jobs.job_type)"
+    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s)")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
-    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6)"
-    " WHERE status = 'dead' AND (%s IS NULL OR queue = %s) AND id IN ({ids})")
+    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6),"
+    " limited = EXISTS (SELECT 1 FROM prefork_limits AS l WHERE l.job_type = prefork_jobs.job_type)"
+    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s) AND id IN ({ids})")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
@@ -222,7 +248,7 @@ QUEUE_STATS = (
     " TIMESTAMPDIFF(MICROSECOND, MIN(IF(available_at <= UTC_TIMESTAMP(6), available_at, NULL)),"
     " UTC_TIMESTAMP(6)) / 1e6"
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status IN ('ready', 'reserved', 'dead') AND queue IN ({queues})"
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
 # --- the supervisor registry ---------------------------------------------------------------
@@ -258,12 +284,15 @@ JOBS_OF = (
     " WHERE status = 'reserved' AND process_id = %s")
 
 # Those of them ({ids}) whose holder is gone, as lease expiry would return them
-# (the attempt was used), but now instead of when each lease runs out.
+# (the attempt was used; cancelled when that is pending), but now instead of when
+# each lease runs out.
 RETURN_JOBS_OF = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
-    " SET status = IF(attempts >= max_attempts, 'dead', 'ready'), last_error = %s,"
+    " SET status = IF(cancel_requested_at IS NOT NULL, 'cancelled',"
+    " IF(attempts >= max_attempts, 'dead', 'ready')), last_error = %s,"
     " lease_token = NULL, lease_until = NULL, available_at = UTC_TIMESTAMP(6),"
-    " finished_at = IF(attempts >= max_attempts, UTC_TIMESTAMP(6), NULL),"
+    " finished_at = IF(cancel_requested_at IS NOT NULL OR attempts >= max_attempts,"
+    " UTC_TIMESTAMP(6), NULL), cancel_requested_at = NULL,"
     " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'reserved'"
     " AND process_id = %s")
 
@@ -302,7 +331,7 @@ LIVE_COUNTS = (
     "SELECT queue, status, available_at <= UTC_TIMESTAMP(6) AS due, COUNT(*),"
     " TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) / 1e6"
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status IN ('ready', 'reserved', 'dead') GROUP BY queue, status, due")
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') GROUP BY queue, status, due")
 
 DONE_SINCE = (
     "SELECT queue, COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_finished)"
@@ -335,39 +364,3 @@ PRUNE_FINISHED_RESULTS = (
 DISCARD_DEAD_RESULTS = (
     "DELETE r FROM prefork_task_results AS r JOIN prefork_jobs AS j ON j.id = r.job_id"
     " WHERE j.status = 'dead' AND j.id IN ({ids})")
-
-# --- schema and session ----------------------------------------------------------------------
-
-# DDL commits implicitly in MySQL, so two hosts migrating at once are kept
-# apart by a named server lock (its name; 60 s) rather than a transaction.
-GET_MIGRATION_LOCK = "SELECT GET_LOCK(%s, 60)"
-RELEASE_MIGRATION_LOCK = "SELECT RELEASE_LOCK(%s)"
-
-SCHEMA_VERSIONS = "SELECT version FROM prefork_schema_migrations"
-
-CREATE_MIGRATIONS = (
-    "CREATE TABLE IF NOT EXISTS prefork_schema_migrations ("
-    " version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL,"
-    " applied_at DATETIME(6) NOT NULL) ENGINE=InnoDB")
-
-RECORD_MIGRATION = (
-    "INSERT INTO prefork_schema_migrations (version, name, applied_at)"
-    " VALUES (%s, %s, UTC_TIMESTAMP(6))")
-
-# Identifiers cannot be parameters: the names filled in are checked against
-# a strict pattern first (grant_statements()).
-GRANT_WORKER_TABLE = "GRANT SELECT, INSERT, UPDATE ON `{database}`.`{table}` TO '{user}'@'{host}';"
-GRANT_READ_MIGRATIONS = ("GRANT SELECT ON `{database}`.`prefork_schema_migrations`"
-                         " TO '{user}'@'{host}';")
-
-# The driver sends its init command as is, without parameters: the lock wait
-# is an int (seconds) filled in by format().
-SESSION_SETTINGS = ("SET time_zone = '+00:00', innodb_lock_wait_timeout = {lock_wait:d},"
-                    " lock_wait_timeout = {lock_wait:d}")
-
-READ_COMMITTED = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
-
-# MariaDB only (seconds): see session.py.
-IDLE_TRANSACTION_TIMEOUT = "SET SESSION idle_transaction_timeout = %s"
-
-CONNECTION_ID = "SELECT CONNECTION_ID()"

@@ -10,10 +10,11 @@ from pymysql.constants import ER
 
 from ...errors import DatabaseUnavailable, NoQueueDatabase, UserError
 from ..contract import packaged_migrations
-from .queries import (
+from .schema_queries import (
     CREATE_MIGRATIONS,
     GET_MIGRATION_LOCK,
     GRANT_READ_MIGRATIONS,
+    GRANT_WORKER_RULES,
     GRANT_WORKER_TABLE,
     RECORD_MIGRATION,
     RELEASE_MIGRATION_LOCK,
@@ -29,12 +30,16 @@ MIGRATION_LOCK = "prefork_queue_migrate"
 # the per-minute rollup supervisors write for the dashboard.
 WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
                  "prefork_minutes",        # the supervisors' per-minute counts (dashboard)
-                 "prefork_task_results")   # a Django task's result, written with its completion
+                 "prefork_task_results",   # a Django task's result, written with its completion
+                 "prefork_limit_groups")   # the limited claim's group locks and token buckets
+# The published limits: a worker account may also DELETE there (publish_limits
+# removes the rules its code no longer declares).
+RULES_TABLE = "prefork_limits"
 ACCOUNT_NAME = re.compile(r"[A-Za-z0-9_.%-]{1,64}")   # whole names only: fullmatch
 # An application table for --tables: `table`, or `database.table` for another
 # database on the same server (the handler's connection reaches it too).
 TABLE_NAME = re.compile(r"(?:([A-Za-z0-9_$]{1,64})\.)?([A-Za-z0-9_$]{1,64})")
-QUEUE_TABLES = WORKER_TABLES + ("prefork_schema_migrations",)
+QUEUE_TABLES = WORKER_TABLES + (RULES_TABLE, "prefork_schema_migrations")
 # The DML a handler may run in job.transaction() on its own tables: its writes
 # commit with the job's completion, under the worker's account. Every row
 # statement (SELECT ... FOR UPDATE needs SELECT and UPDATE, REPLACE needs INSERT
@@ -90,10 +95,11 @@ def _split_statements(sql: str) -> list[str]:
 
 
 def grant_statements(user: str, host: str, database: str) -> list[str]:
-    """Least privilege for a worker account: read, insert and update the queue tables only."""
+    """Least privilege for a worker account: read, insert and update the queue tables
+    only (and replace the published limits)."""
     names = _account(user, host, database)
     return [GRANT_WORKER_TABLE.format(table=table, **names) for table in WORKER_TABLES] + [
-        GRANT_READ_MIGRATIONS.format(**names)]
+        GRANT_WORKER_RULES.format(**names), GRANT_READ_MIGRATIONS.format(**names)]
 
 
 def app_table_grants(user: str, host: str, database: str, tables: Sequence[str]) -> list[str]:

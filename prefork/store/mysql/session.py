@@ -17,7 +17,7 @@ from ...config import Config
 from ...errors import DatabaseUnavailable, UserError
 from ..contract import Store
 from .portable_queries import MYSQL_SQL_MODE
-from .queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
+from .schema_queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
 from .server import Flavor, Server, check_supported, dialect_for, parse_version
 
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)

@@ -1,9 +1,9 @@
 """The MySQL 8 / MariaDB 10.6+ store, through PyMySQL: MySQLStore puts together its
 parts (session.py: the connection; lifecycle.py: claims, completions and leases;
 operations.py: the operator tables; schema.py: migrations; dashboard.py: the
-dashboard's reads and the per-minute rollup; portable.py: what the
-mysql dialect does its own way), and holds the producing and inspection of jobs
-itself. Every statement is named in queries.py (the mysql dialect's own in
+dashboard's reads and the per-minute rollup; limits.py: concurrency and rate
+limits; cancel.py: cancellation; portable.py: what the mysql dialect does its
+own way), and holds the producing and inspection of jobs itself. Every statement is named in queries.py (the mysql dialect's own in
 portable_queries.py).
 
 Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
@@ -16,14 +16,17 @@ from typing import Any
 import pymysql
 
 from ...config import Config
-from ...jobs import NewJob
+from ...jobs import JobStatus, NewJob
+from ...limits.rules import NO_KEY
 from ..contract import JobRow, QueueFigures, queue_figures
+from .cancel import MySQLCancel
+from .cancel import cancel_on as cancel_on   # prefork.cancel()'s, beside enqueue_on
 from .dashboard import MySQLDashboard
 from .lifecycle import MySQLLifeCycle
+from .limits import MySQLLimits
 from .operations import MySQLOperations
 from .portable import MySQLPortable
 from .queries import (
-    CONNECTION_ID,
     COUNTS,
     DEAD_JOBS,
     ENQUEUE,
@@ -35,11 +38,13 @@ from .queries import (
     placeholders,
 )
 from .schema import MySQLSchema
+from .schema_queries import CONNECTION_ID
 from .server import Flavor
 from .session import connect, micros, parse_dsn
 
 
-class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard):
+class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
+                 MySQLCancel):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""
@@ -98,13 +103,17 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard):
         return self._dicts(DEAD_JOBS, (queue, queue, limit))
 
     def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
-                   max_attempts: int | None = None) -> int:
-        if job_ids is None:
-            return self._rowcount(RETRY_DEAD, (max_attempts, queue, queue))
-        if not job_ids:
+                   max_attempts: int | None = None,
+                   statuses: Sequence[JobStatus] = (JobStatus.DEAD,)) -> int:
+        states = [JobStatus(status).value for status in statuses]
+        if not states or job_ids is not None and not job_ids:
             return 0
-        return self._rowcount(RETRY_DEAD_IDS.format(ids=placeholders(len(job_ids))),
-                              (max_attempts, queue, queue, *job_ids))
+        listed = placeholders(len(states))
+        if job_ids is None:
+            return self._rowcount(RETRY_DEAD.format(statuses=listed),
+                                  (max_attempts, *states, queue, queue))
+        return self._rowcount(RETRY_DEAD_IDS.format(statuses=listed, ids=placeholders(len(job_ids))),
+                              (max_attempts, *states, queue, queue, *job_ids))
 
     def counts(self) -> dict[str, int]:
         return {status: count for status, count in self._all(COUNTS)}
@@ -121,7 +130,8 @@ class PortableMySQLStore(MySQLPortable, MySQLStore):
 
 def _enqueue_args(new_job: NewJob) -> tuple[Any, ...]:
     return (new_job.queue, new_job.type, new_job.payload_text, new_job.key, new_job.priority,
-            new_job.max_attempts, new_job.run_at, micros(new_job.delay))
+            new_job.max_attempts, new_job.run_at, micros(new_job.delay),
+            NO_KEY if new_job.concurrency_key is None else new_job.concurrency_key, new_job.type)
 
 
 def enqueue_on(cursor: pymysql.cursors.Cursor, new_job: NewJob) -> int:

@@ -1,0 +1,262 @@
+"""The MySQL store's concurrency and rate limits (prefork/limits), the same in both
+dialects: publishing the rules, the limited claim, and the reads of the
+supervisor's look and of `status`. A part of MySQLStore; its statements are
+named in limit_queries.py.
+
+The limited claim of one queue (planner.py decides, this carries it out):
+(1) count the running limited jobs per group, without locking; (2) read up to
+READ_BOUND due limited jobs in claim order, leaving out the groups (1) found
+full, so that a busy group's backlog hides no other group's jobs, with their
+groups' buckets as they stand; (3) make the rows of the groups that have none,
+autocommitted; then in one transaction (4) lock the rows of the groups a plan
+on that snapshot would start jobs of, skipping those another claimer holds and
+trying the next groups instead; (5) count the running jobs again, under those
+locks: the truth; (6) plan with the locked groups and the server's clock; (7)
+lock the chosen jobs by primary key, still ready, reserve them as the plain
+claim does, write the buckets that paid for them, commit.
+"""
+import functools
+import math
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ...jobs import Job, JobStatus
+from ...limits.planner import FIRST_TOKENS, Bucket, Plan, Waiting, plan
+from ...limits.rules import Group, LimitRule, LimitUsage, Rate
+from ..contract import claimed_job
+from .lifecycle import Claimant
+from .limit_queries import (
+    COUNT_RUNNING,
+    DELETE_RULES,
+    ENSURE_GROUP,
+    LIMIT_USAGE,
+    LIMITED_READY_COUNT,
+    LOCK_GROUPS,
+    LOCK_PLANNED,
+    LOCK_TO_FLAG,
+    READ_WAITING,
+    SET_LIMITED,
+    UPSERT_RULE,
+    WRITE_BUCKET,
+    group_pairs,
+)
+from .portable_queries import READ_BACK_IDS, RESERVE_IDS
+from .queries import COMMIT, START_TRANSACTION, placeholders, script
+from .session import MySQLSession, Row, micros
+
+READ_BOUND = 256       # due limited jobs a claim reads per queue: its candidates
+LOCK_ROUNDS = 4        # tries to lock groups when other claimers hold the first ones
+FLAG_BATCH = 1000      # jobs (un)flagged per transaction when the rules change
+# Excludes nothing from READ_WAITING's NOT IN list (a job type is never empty).
+NO_GROUP = Group("", "")
+
+
+class Snapshot:
+    """What a claim read of one queue without locking: the waiting jobs in claim
+    order, each group's bucket (a new one for a group without a row), the clock."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        ordered = sorted(rows, key=lambda row: (row[3], row[4], row[0]))
+        self.now: datetime = max(row[7] for row in rows)
+        self.waiting = [Waiting(row[0], Group(row[1], row[2])) for row in ordered]
+        self.buckets: dict[Group, Bucket] = {}
+        self.missing: set[Group] = set()
+        for job in ordered:
+            tokens, refilled_at = job[5], job[6]
+            group = Group(job[1], job[2])
+            if tokens is None:
+                self.missing.add(group)
+                self.buckets[group] = Bucket(FIRST_TOKENS, self.now)
+            else:
+                self.buckets[group] = Bucket(float(tokens), refilled_at)
+
+
+class MySQLLimits(MySQLSession):
+    # -- publishing the rules ------------------------------------------------------
+
+    def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> None:
+        ruled = sorted({rule.job_type for rule in rules})
+        unruled = sorted(set(handled_types) - set(ruled))
+
+        def record() -> None:
+            with self._transaction() as cursor:
+                for rule in rules:
+                    values = _rule_values(rule)
+                    cursor.execute(UPSERT_RULE, (rule.job_type, *values, *values))
+                if unruled:
+                    cursor.execute(DELETE_RULES.format(types=placeholders(len(unruled))), unruled)
+        self._retry_contention(record)
+        # After the rules committed: a job enqueued from now on reads them itself.
+        self._flag_live_jobs(ruled, 1)
+        self._flag_live_jobs(unruled, 0)
+
+    def _flag_live_jobs(self, types: Sequence[str], flag: int) -> None:
+        """Set `limited` to flag on the ready and reserved jobs of these types, in
+        bounded transactions."""
+        if not types:
+            return
+        lock = LOCK_TO_FLAG.format(types=placeholders(len(types)))
+        for status in (JobStatus.READY, JobStatus.RESERVED):
+            batch = functools.partial(self._flag_batch, lock,
+                                      (status.value, *types, flag, FLAG_BATCH), flag)
+            while self._retry_contention(batch) == FLAG_BATCH:
+                pass
+
+    def _flag_batch(self, lock: str, args: Sequence[Any], flag: int) -> int:
+        with self._transaction() as cursor:
+            cursor.execute(lock, args)
+            ids = [row[0] for row in cursor.fetchall()]
+            if ids:
+                cursor.execute(SET_LIMITED.format(ids=placeholders(len(ids))), (flag, *ids))
+            return len(ids)
+
+    # -- the limited claim -------------------------------------------------------------
+
+    def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
+                      limit: int, process_id: int | None,
+                      rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
+        jobs: list[Job] = []
+        waits: list[float] = []
+        for queue in queues:
+            if len(jobs) >= limit:
+                break
+            claimed, retry_after = self._claim_limited_of(
+                queue, limit - len(jobs), (worker, lease_seconds, process_id), rules)
+            jobs += claimed
+            if retry_after is not None:
+                waits.append(retry_after)
+        return jobs, min(waits, default=None)
+
+    def _claim_limited_of(self, queue: str, limit: int, claimant: Claimant,
+                          rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
+        """Steps 1-7 of the module's docstring, for one queue."""
+        running = self._running()
+        full = [group for group, count in running.items() if count >= _concurrency(rules, group)]
+        rows = self._all(READ_WAITING.format(groups=group_pairs(len(full) or 1)),
+                         (queue, queue, *_flat(full or [NO_GROUP]), READ_BOUND))
+        if not rows:
+            return [], None
+        snapshot = Snapshot(rows)
+        if snapshot.missing:
+            self._retry_contention(functools.partial(self._ensure_groups, snapshot.missing))
+        return self._retry_contention(
+            lambda: self._claim_planned(snapshot, running, rules, limit, claimant))
+
+    def _ensure_groups(self, groups: Iterable[Group]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(ENSURE_GROUP, [(*group, FIRST_TOKENS) for group in sorted(groups)])
+
+    def _running(self) -> dict[Group, int]:
+        return {Group(job_type, key): int(count)
+                for job_type, key, count in self._all(COUNT_RUNNING)}
+
+    def _claim_planned(self, snapshot: Snapshot, running: Mapping[Group, int],
+                       rules: Mapping[str, LimitRule], limit: int,
+                       claimant: Claimant) -> tuple[list[Job], float | None]:
+        """Steps 4-7: one transaction."""
+        self.conn.begin()
+        try:
+            locked, now = self._lock_groups(snapshot, running, rules, limit)
+            running = self._running()   # under the locks: the truth
+            chosen = plan(snapshot.waiting, rules, locked, running, now, limit)
+            if not chosen.job_ids:
+                self.conn.commit()
+                return [], chosen.retry_after
+            with self.conn.cursor() as cursor:
+                cursor.execute(LOCK_PLANNED.format(ids=placeholders(len(chosen.job_ids))),
+                               chosen.job_ids)
+                still_ready = {row[0] for row in cursor.fetchall()}
+            # Whatever left `ready` since it was read neither starts nor spends a token.
+            started = plan([job for job in snapshot.waiting if job.job_id in still_ready],
+                           rules, locked, running, now, limit)
+            rows = self._reserve_started(started, claimant)
+        except BaseException:
+            self._rollback_quietly()   # _retry_contention retries what is contention
+            raise
+        return [claimed_job(row[:-1], row[-1], self) for row in rows], chosen.retry_after
+
+    def _lock_groups(self, snapshot: Snapshot, running: Mapping[Group, int],
+                     rules: Mapping[str, LimitRule],
+                     limit: int) -> tuple[dict[Group, Bucket], datetime]:
+        """Lock the rows of the groups a plan on the snapshot starts jobs of; when
+        another claimer holds some, plan again without them: (the locked groups'
+        buckets, the server's clock)."""
+        locked: dict[Group, Bucket] = {}
+        held_elsewhere: set[Group] = set()
+        now = snapshot.now
+        for _ in range(LOCK_ROUNDS):
+            open_groups = {group: bucket for group, bucket in snapshot.buckets.items()
+                           if group not in held_elsewhere}
+            tentative = plan(snapshot.waiting, rules, {**open_groups, **locked}, running,
+                             snapshot.now, limit)
+            wanted = sorted(_groups_of(tentative, snapshot.waiting) - set(locked))
+            if not wanted:
+                break
+            with self.conn.cursor() as cursor:
+                cursor.execute(LOCK_GROUPS.format(groups=group_pairs(len(wanted))),
+                               _flat(wanted))
+                for job_type, key, tokens, refilled_at, clock in cursor.fetchall():
+                    locked[Group(job_type, key)] = Bucket(float(tokens), refilled_at)
+                    now = clock
+            skipped = set(wanted) - set(locked)
+            if not skipped:
+                break
+            held_elsewhere |= skipped
+        return locked, now
+
+    def _reserve_started(self, started: Plan, claimant: Claimant) -> list[Row]:
+        """Reserve the started jobs as the plain claim does, write the buckets that
+        paid for them, commit: the jobs' rows (READ_BACK_IDS)."""
+        if not started.job_ids:
+            self.conn.commit()
+            return []
+        worker, lease_seconds, process_id = claimant
+        ids = placeholders(len(started.job_ids))
+        buckets = sorted(started.buckets.items())
+        statements = [RESERVE_IDS.format(ids=ids), READ_BACK_IDS.format(ids=ids),
+                      *[WRITE_BUCKET] * len(buckets), COMMIT]
+        args: list[Any] = [secrets.token_hex(16), micros(lease_seconds), worker, process_id,
+                           *started.job_ids, *started.job_ids]
+        for group, bucket in buckets:
+            args += [bucket.tokens, bucket.refilled_at, *group]
+        (rows,) = self._script_results(script(*statements), args)
+        return rows
+
+    # -- the supervisor's look and status --------------------------------------------------
+
+    def limited_ready(self, queues: Sequence[str], limit: int) -> int:
+        counts = self._script_results(
+            script(*[LIMITED_READY_COUNT] * len(queues)),
+            [value for queue in queues for value in (queue, queue, limit)])
+        return sum(int(rows[0][0]) for rows in counts)
+
+    def limit_usage(self) -> list[LimitUsage]:
+        return [LimitUsage(job_type, key, int(running), int(waiting), concurrency,
+                           None if rate_count is None else Rate(rate_count, rate_seconds))
+                for job_type, key, running, waiting, concurrency, rate_count, rate_seconds
+                in self._all(LIMIT_USAGE)]
+
+
+def _rule_values(rule: LimitRule) -> tuple[int | None, int | None, int | None]:
+    """(concurrency, rate count, rate seconds) as prefork_limits stores a rule."""
+    rate = rule.rate
+    return (rule.concurrency, None if rate is None else rate.count,
+            None if rate is None else rate.seconds)
+
+
+def _concurrency(rules: Mapping[str, LimitRule], group: Group) -> float:
+    """The group's concurrency limit; infinite without one."""
+    rule = rules.get(group.job_type)
+    return math.inf if rule is None or rule.concurrency is None else rule.concurrency
+
+
+def _groups_of(chosen: Plan, waiting: Iterable[Waiting]) -> set[Group]:
+    ids = set(chosen.job_ids)
+    return {job.group for job in waiting if job.job_id in ids}
+
+
+def _flat(groups: Iterable[Group]) -> list[str]:
+    """The parameters of group_pairs(): type, key of each group in turn."""
+    return [value for group in groups for value in group]
