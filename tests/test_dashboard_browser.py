@@ -21,6 +21,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from prefork.jobs import new_job
+from prefork.limits.rules import LimitRule
 from prefork.store.views import MinuteCounts
 
 CHROMIUM = "/usr/bin/chromium"
@@ -83,6 +84,31 @@ def text_of(driver, element_id):
 def wait_for_notice(driver, words):
     """After a click that posts a form: the page it redirects to, saying `words`."""
     wait_until(lambda: words in text_of(driver, "notice"), message=f"the notice {words!r}")
+
+
+def test_cancel_a_job_and_a_hostile_concurrency_key_in_the_limits_table(browser, dashboard,
+                                                                        sqlite_store):
+    store = sqlite_store()
+    rule = LimitRule("report.build", concurrency=1)
+    store.publish_limits([rule], ["report.build"])
+    limited = [store.enqueue(new_job("report.build", {"n": n}, concurrency_key=HOSTILE))
+               for n in range(2)]
+    ready = store.enqueue(new_job("mail.send", {}, queue="mail"))
+    log_in(browser, dashboard)
+    browser.get(dashboard.url + "/")
+    wait_until(lambda: "as of" in text_of(browser, "updated")
+               and HOSTILE in text_of(browser, "limit-rows"), message="the Limits table drawn")
+    assert_inert(browser)
+    row = browser.find_element(By.CSS_SELECTOR, "#limit-rows tr").text
+    assert row.split()[0] == "report.build" and row.endswith(" 0 1 – 2")   # running, limit, no rate, waiting
+
+    browser.get(dashboard.url + f"/jobs/{ready}")
+    browser.find_element(By.ID, "cancel").click()
+    wait_for_notice(browser, f"Job {ready} cancelled: it will not run.")
+    assert store.get(ready)["status"] == "cancelled"
+    assert browser.find_elements(By.ID, "cancel") == []
+    assert [store.get(job_id)["status"] for job_id in limited] == ["ready", "ready"]
+    assert_inert(browser)
 
 
 def test_log_in_retry_pause_and_resume_with_hostile_data_inert(browser, dashboard,
@@ -179,7 +205,7 @@ def test_the_overview_updates_itself_as_jobs_finish(browser, dashboard, sqlite_m
                message="one ready job shown")
     wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#chart-hour polyline.done"),
                message="the throughput chart drawn")
-    done_before = int(queue_cells(browser, "work")[5])   # the earlier minutes' jobs
+    done_before = int(queue_cells(browser, "work")[6])   # the earlier minutes' jobs (Done, 1 h)
     assert done_before > 0
 
     with supervisor_starter(tmp_path, sqlite_migrated, "--app", "ledger_app", "--queues", "work",
@@ -196,7 +222,7 @@ def test_the_overview_updates_itself_as_jobs_finish(browser, dashboard, sqlite_m
         wait_until(lambda: queue_cells(browser, "work")[1:4] == ["0", "0", "0"], timeout=15,
                    message="ready, delayed, reserved back to 0")
         supervisor.stop()   # a clean stop writes its rollup: the done count follows
-    wait_until(lambda: int(queue_cells(browser, "work")[5]) > done_before, timeout=15,
+    wait_until(lambda: int(queue_cells(browser, "work")[6]) > done_before, timeout=15,
                message="the job counted as done")
     assert browser.execute_script("return window.notReloaded === true;")
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-depth polyline.depth")
