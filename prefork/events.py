@@ -78,6 +78,8 @@ class Event(enum.StrEnum):
                        "a dead child's job was returned: ready again, or dead as poison")
     JOB_COMPLETED_BY_SUPERVISOR = ("job_completed_by_supervisor", INFO,
                                    "the parent wrote the completion of a child's finished job")
+    JOB_CANCEL_SENT = ("job_cancel_sent", INFO,
+                       "a child was told that a job it runs (running) or holds was cancelled")
     JOB_CANCEL_KILLED = ("job_cancel_killed", WARNING,
                          "a cancelled job's handler outlived cancel_grace: its child was "
                          "killed (and replaced) and the job ended cancelled")

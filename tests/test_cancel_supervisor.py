@@ -6,13 +6,14 @@ and prefork.cancel() request it; what the tests prove is what the supervisor the
 does to the job, its handler, its child and its program."""
 import os
 import signal
+from datetime import timedelta
 
 import psutil
 import pytest
 from conftest import wait_until
 from harness import assert_never_logged, process_gone, supervisor_starter, wait_gone
 
-from prefork.jobs import new_job
+from prefork.jobs import new_job, utc_now
 
 APPS = "--app", "cancel_app"
 FAST_LOOKS = "--poll-interval", "0.2"
@@ -149,6 +150,34 @@ def _group_of(process):
         return os.getpgid(process.pid)
     except ProcessLookupError:
         return None
+
+
+def test_a_job_held_in_a_batch_and_cancelled_never_runs(supervisor, queue, db, markers,
+                                                        tmp_path):
+    """Fast jobs make the child claim in batches; then a gate job and the next are
+    claimed together (one due time), and the next one is cancelled while held. The
+    gate is opened once the child was told; a job as slow makes the child give its
+    batch back (worker.time_job), which ends the held job cancelled. (A held job the
+    child was told of before its turn, in a batch of fast jobs, is not started:
+    tests/fast/test_cancel_inbox.py.)"""
+    sup = supervisor("--workers", "1", "--claim-batch", "10")
+    warm = [queue.enqueue(new_job("cancel.quick", markers(f"warm{n}"))) for n in range(20)]
+    settled(db, warm[-1], "done")
+    due = utc_now() + timedelta(seconds=1.5)
+    gate_files = {**markers("gate"), "until": str(tmp_path / "open")}
+    gate_id = queue.enqueue(new_job("cancel.gate", gate_files, run_at=due))
+    held_files = markers("held")
+    held_id = queue.enqueue(new_job("cancel.quick", held_files, run_at=due))
+    wait_file(gate_files["started"])
+    assert db.row(held_id)["status"] == "reserved"   # one child: held in its batch
+    assert queue.cancel([held_id]).stopping == [held_id]
+    assert sup.wait_event("job_cancel_sent", job_id=held_id)[0]["running"] is False
+    open(gate_files["until"], "w").close()
+
+    settled(db, gate_id, "done")
+    row = settled(db, held_id, "cancelled")
+    assert (row["last_error"], row["cancel_requested_at"]) == ("cancelled", None)
+    assert not os.path.exists(held_files["finally"])   # never ran
 
 
 def test_a_cancel_during_a_graceful_drain_still_ends_the_job_cancelled(

@@ -82,6 +82,9 @@ class Cancels:
             return
         told.update(news)
         child.send(CANCEL_SIGNAL)
+        for lease in news:
+            event(Event.JOB_CANCEL_SENT, job_id=lease.job_id, pid=child.pid,
+                  running=child.job is not None and child.job.lease == lease)
         if child.job is not None and child.job.lease in news:
             self._set_deadline(child, child.job.lease, kill_at)
 

@@ -46,3 +46,12 @@ def stubborn(job):
 @prefork.handler("cancel.quick")
 def quick(job):
     touch(job.payload["finally"], "done")
+
+
+@prefork.handler("cancel.gate")
+def gate(job):
+    """Runs until the file payload["until"] exists (LONGEST at most)."""
+    touch(job.payload["started"])
+    deadline = time.monotonic() + LONGEST
+    while not Path(job.payload["until"]).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
