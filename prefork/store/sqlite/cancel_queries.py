@@ -5,10 +5,6 @@ Values are bound parameters (:name); {ids} is a list of named placeholders
 (queries.placeholders). Times are stored text (file.py).
 """
 
-# The last_error of every job that ends cancelled, as these statements and
-# queries.py's write it.
-CANCELLED_ERROR = "cancelled"
-
 # The state of each job asked for ({ids}), read inside the cancelling transaction.
 CANCEL_STATES = "SELECT id, status FROM prefork_jobs WHERE id IN ({ids})"
 

@@ -15,7 +15,6 @@ from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease, utc_now
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import ClaimedRow, claimed_job
-from .cancel_queries import CANCELLED_ERROR
 from .file import stamp, times
 from .paramstyle import FormatCursor
 from .queries import (
@@ -159,7 +158,7 @@ class SQLiteLifeCycle(SQLiteSession):
             if charge:   # a used attempt is a failed one; a restored one is not
                 history = appended_history(history, attempts, now, error)
             if cancel_requested:
-                status, error = JobStatus.CANCELLED, CANCELLED_ERROR
+                status = JobStatus.CANCELLED
             cursor.execute(HAND_BACK, {
                 "id": job_id, "status": status.value, "restored": 0 if charge else 1,
                 "crashed": 1 if charge else 0, "error": error, "history": history,

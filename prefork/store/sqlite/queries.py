@@ -66,9 +66,9 @@ READY_COUNT = (
 # not yet over. Zero rows matched means the lease was lost.
 #
 # A cancellation asked for while a job runs (cancel_requested_at) ends it on
-# whichever path it leaves 'reserved' by: 'cancelled' (last_error 'cancelled',
-# finished) instead of ready or dead, and the request cleared. A completion
-# keeps 'done': the job finished before it could be stopped.
+# whichever path it leaves 'reserved' by: 'cancelled' (finished; last_error
+# says what ended the attempt) instead of ready or dead, and the request
+# cleared. A completion keeps 'done': the job finished before it could be stopped.
 
 HOLDS_LEASE = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'reserved'"
                " AND lease_token = :token AND lease_until > :now")
@@ -78,8 +78,8 @@ HOLDS_LEASE = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'reserved
 # for a child busy with a slow job).
 COMPLETE = (
     "UPDATE prefork_jobs SET status = 'done', lease_until = NULL, finished_at = :now,"
-    " cancel_requested_at = NULL, updated_at = :now WHERE id = :id AND status = 'reserved' AND lease_token = :token"
-    " AND lease_until > :now")
+    " cancel_requested_at = NULL, updated_at = :now"
+    " WHERE id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
 DONE_WITH_TOKEN = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'done'"
                    " AND lease_token = :token")
@@ -92,8 +92,7 @@ FAILING_HISTORY = ("SELECT error_history FROM prefork_jobs WHERE id = :id"
 FAIL = (
     "UPDATE prefork_jobs"
     " SET status = CASE WHEN cancel_requested_at IS NULL THEN :status ELSE 'cancelled' END,"
-    " last_error = CASE WHEN cancel_requested_at IS NULL THEN :error ELSE 'cancelled' END,"
-    " error_history = :history, lease_token = NULL, lease_until = NULL,"
+    " last_error = :error, error_history = :history, lease_token = NULL, lease_until = NULL,"
     " available_at = :available_at,"
     " finished_at = CASE WHEN :status = 'dead' OR cancel_requested_at IS NOT NULL THEN :now END,"
     " cancel_requested_at = NULL, updated_at = :now"
@@ -104,7 +103,6 @@ FAIL = (
 RELEASE = (
     "UPDATE prefork_jobs"
     " SET status = CASE WHEN cancel_requested_at IS NULL THEN 'ready' ELSE 'cancelled' END,"
-    " last_error = CASE WHEN cancel_requested_at IS NULL THEN last_error ELSE 'cancelled' END,"
     " finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN :now END,"
     " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
     " cancel_requested_at = NULL, updated_at = :now"
@@ -134,9 +132,8 @@ RECOVER_EXPIRED = (
     "UPDATE prefork_jobs"
     " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
     " WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
-    " ELSE 'lease expired' END,"
-    " lease_token = NULL, lease_until = NULL, available_at = :now, updated_at = :now,"
+    " last_error = 'lease expired', lease_token = NULL, lease_until = NULL,"
+    " available_at = :now, updated_at = :now,"
     " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
     " THEN :now END, cancel_requested_at = NULL"
     " WHERE id IN (SELECT id FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
@@ -224,8 +221,8 @@ RETURN_JOBS_OF = (
     "UPDATE prefork_jobs"
     " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
     " WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE :error END,"
-    " lease_token = NULL, lease_until = NULL, available_at = :now, updated_at = :now,"
+    " last_error = :error, lease_token = NULL, lease_until = NULL, available_at = :now,"
+    " updated_at = :now,"
     " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
     " THEN :now END, cancel_requested_at = NULL"
     " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = :id")
