@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from prefork.errors import UserError
 from prefork.jobs import new_job
+from prefork.limits.rules import LimitRule
 from prefork.observers.metrics import parse_address, reason_label
 from prefork.retry import Decision
 from prefork.store.mysql import bench as mysql_bench, store as mysql_backend
@@ -143,6 +144,32 @@ def assert_a_killed_child_counts_as_a_crash(s, sup, port):
     assert after.total("prefork_jobs_total") == 7   # the killed job did not finish
 
 
+def test_cancelled_jobs_and_limit_groups_are_exported(started, sqlite_store):
+    s = sqlite_store()
+    # A type this supervisor does not handle: its published limit stays, its jobs wait.
+    s.publish_limits([LimitRule("report.build", concurrency=2)], ["report.build"])
+    for n in range(2):
+        s.enqueue(new_job("report.build", {"n": n}, concurrency_key="account-7"))
+    s.cancel([s.enqueue(new_job("sleep", {"seconds": 60}))])
+    port = free_port()
+    sup = started("--workers", "1", "--metrics-address", f"127.0.0.1:{port}")
+    group = {"type": "report.build", "key": "account-7"}
+    first = scrape_when(port, lambda m: m.value("prefork_limit_waiting", **group) == 2,
+                        "the limited group's waiting jobs")
+    assert first.value("prefork_limit_running", **group) == 0
+    assert first.value("prefork_limit_concurrency", **group) == 2
+    assert first.value("prefork_limit_groups") == 1
+    assert first.value("prefork_queue_jobs", queue="default", state="cancelled") == 1
+    running = s.enqueue(new_job("sleep", {"seconds": 60}))
+    sup.wait_event("job_claimed", job_id=running)
+    assert s.cancel([running]).stopping == [running]
+    stopped = scrape_when(port, lambda m: m.value("prefork_jobs_total", queue="default",
+                                                  type="sleep", outcome="cancelled") == 1,
+                          "the running job counted cancelled")
+    assert stopped.total("prefork_jobs_total") == 1
+    assert s.get(running)["status"] == "cancelled"
+
+
 def test_no_endpoint_without_a_metrics_address(started):
     sup = started("--workers", "1")
     sup.wait_event("worker_ready")
@@ -216,14 +243,15 @@ def test_queue_stats_count_live_jobs_per_queue(backend_store):
     done = s.claim(["default"], WORKER, 30, limit=1)[0]
     assert s.complete(done)                          # done: not counted
     make_dead(s, "noop")                             # one more, then one of them dead
+    s.cancel([s.enqueue(new_job("noop"))])           # and one cancelled
     s.enqueue(new_job("noop", queue="other"))        # a queue not asked about
     stats = s.queue_stats(["default", "empty"])
     assert set(stats) == {"default", "empty"}
     default = dict(stats["default"])
     assert 0 <= default.pop("oldest_ready_age") < 60
-    assert default == {"ready": 2, "delayed": 2, "reserved": 1, "dead": 1}
+    assert default == {"ready": 2, "delayed": 2, "reserved": 1, "dead": 1, "cancelled": 1}
     assert stats["empty"] == {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
-                              "oldest_ready_age": 0.0}
+                              "cancelled": 0, "oldest_ready_age": 0.0}
 
 
 def test_queue_stats_oldest_ready_age(backend_store):
