@@ -139,10 +139,17 @@ class MySQLLimits(MySQLSession):
         if not rows:
             return [], None
         snapshot = Snapshot(rows)
+        # Planned on what was read: when nothing could start, no lock is taken.
+        foreseen = plan(snapshot.waiting, rules, snapshot.buckets, running, snapshot.now, limit)
+        if not foreseen.job_ids:
+            return [], foreseen.retry_after
         if snapshot.missing:
             self._retry_contention(functools.partial(self._ensure_groups, snapshot.missing))
-        return self._retry_contention(
+        jobs, retry_after = self._retry_contention(
             lambda: self._claim_planned(snapshot, running, rules, limit, claimant))
+        # The groups not locked (held elsewhere) wait no longer than foreseen.
+        waits = [wait for wait in (retry_after, foreseen.retry_after) if wait is not None]
+        return jobs, min(waits, default=None)
 
     def _ensure_groups(self, groups: Iterable[Group]) -> None:
         with self.conn.cursor() as cursor:
