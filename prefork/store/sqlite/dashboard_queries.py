@@ -13,7 +13,7 @@ on each row (:queue, :job_type, :status NULL: any; created_at in [:created_from,
 FIND_BY_STATUS = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status"
+    " finished_at, concurrency_key, limited, cancel_requested_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status"
     " WHERE status = :status AND id < :before AND id >= :id_min"
     " AND (:queue IS NULL OR queue = :queue) AND (:job_type IS NULL OR job_type = :job_type)"
     " AND created_at >= :created_from AND created_at < :created_to"
@@ -22,7 +22,7 @@ FIND_BY_STATUS = (
 FIND_BY_STATUS_QUEUE = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status_queue"
+    " finished_at, concurrency_key, limited, cancel_requested_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status_queue"
     " WHERE status = :status AND queue = :queue AND id < :before AND id >= :id_min"
     " AND (:job_type IS NULL OR job_type = :job_type)"
     " AND created_at >= :created_from AND created_at < :created_to"
@@ -31,7 +31,7 @@ FIND_BY_STATUS_QUEUE = (
 FIND_BY_STATUS_TYPE = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status_type"
+    " finished_at, concurrency_key, limited, cancel_requested_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_status_type"
     " WHERE status = :status AND job_type = :job_type AND id < :before AND id >= :id_min"
     " AND (:queue IS NULL OR queue = :queue)"
     " AND created_at >= :created_from AND created_at < :created_to"
@@ -43,7 +43,7 @@ FIND_BY_STATUS_TYPE = (
 FIND_BY_KEY = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_key"
+    " finished_at, concurrency_key, limited, cancel_requested_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_key"
     " WHERE idempotency_key >= :key_low AND idempotency_key < :key_high"
     " AND id < :before AND id >= :id_min AND (:status IS NULL OR status = :status)"
     " AND (:queue IS NULL OR queue = :queue) AND (:job_type IS NULL OR job_type = :job_type)"
@@ -55,7 +55,8 @@ FIND_BY_KEY = (
 FIND_BY_KEY_ONLY = (
     "SELECT j.id, j.queue, j.job_type, j.idempotency_key, j.status, j.priority, j.attempts,"
     " j.max_attempts, j.crashes, j.available_at, j.lease_until, j.locked_by, j.last_error,"
-    " j.created_at, j.updated_at, j.finished_at FROM (SELECT id FROM prefork_jobs"
+    " j.created_at, j.updated_at, j.finished_at, j.concurrency_key, j.limited,"
+    " j.cancel_requested_at FROM (SELECT id FROM prefork_jobs"
     " INDEXED BY ix_prefork_jobs_key WHERE idempotency_key >= :key_low"
     " AND idempotency_key < :key_high"
     " AND id < :before AND id >= :id_min ORDER BY id DESC LIMIT :limit) AS page"
@@ -64,7 +65,7 @@ FIND_BY_KEY_ONLY = (
 FIND_BY_ID = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs"
+    " finished_at, concurrency_key, limited, cancel_requested_at FROM prefork_jobs"
     " WHERE id = :job_id AND id < :before AND (:status IS NULL OR status = :status)"
     " AND (:queue IS NULL OR queue = :queue) AND (:job_type IS NULL OR job_type = :job_type)"
     " AND (:key_low IS NULL OR (idempotency_key >= :key_low AND idempotency_key < :key_high))"
