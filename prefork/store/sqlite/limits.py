@@ -4,8 +4,10 @@ waits on them. A part of SQLiteStore; statements are named in limits_queries.py.
 The limited claim is one BEGIN IMMEDIATE transaction: it holds the database's
 one write lock from its first read, so the slots it counts (the groups'
 reserved jobs), the buckets it reads and the jobs it reserves are what every
-other claimer sees after it. No row needs a lock of its own. Only the groups of
-a rate hold a row (their bucket); the planner's other groups need none.
+other claimer sees after it. No row needs a lock of its own, so a group's row
+(prefork_limit_groups) is read only for its bucket, when its type has a rate;
+a group without one gets its row when it first starts a job (prune_processes()
+removes the rows of groups long unused).
 """
 import sqlite3
 from collections import Counter
@@ -92,6 +94,7 @@ class _LimitedClaim:
         self.running = _running(cursor, rules)
         self.buckets: dict[Group, Bucket] = {}
         self.spent: set[Group] = set()
+        self.started: set[Group] = set()
         self.chosen: list[int] = []
         self.retry_after: float | None = None
 
@@ -103,6 +106,7 @@ class _LimitedClaim:
         started = set(decision.job_ids)
         self.chosen += decision.job_ids
         self.running.update(job.group for job in waiting if job.job_id in started)
+        self.started.update(job.group for job in waiting if job.job_id in started)
         self.buckets.update(decision.buckets)
         self.spent.update(decision.buckets)
         if decision.retry_after is not None and (self.retry_after is None or
@@ -110,6 +114,11 @@ class _LimitedClaim:
             self.retry_after = decision.retry_after
 
     def save_buckets(self) -> None:
+        """Write the buckets spent; make the row of a group without a rate that started."""
+        now = stamp(self.now)
+        self.cursor.executemany(ENSURE_BUCKET, [
+            {"job_type": group.job_type, "key": group.key, "tokens": planner.FIRST_TOKENS,
+             "now": now} for group in self.started - self.spent])
         self.cursor.executemany(SPEND_TOKENS, [
             {"job_type": group.job_type, "key": group.key, "tokens": self.buckets[group].tokens,
              "refilled_at": stamp(self.buckets[group].refilled_at)} for group in self.spent])

@@ -65,8 +65,9 @@ LIMITED_WAITING_OUTSIDE = (
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT :limit")
 
-# A rate-limited group's token bucket: made full of planner.FIRST_TOKENS the
-# first time a job of the group waits, read, and written after its starts.
+# A group's row: a rate-limited group's token bucket, made holding
+# planner.FIRST_TOKENS the first time a job of the group waits, read, and
+# written after its starts; a group without a rate gets it at its first start.
 ENSURE_BUCKET = (
     "INSERT INTO prefork_limit_groups (job_type, concurrency_key, tokens, refilled_at)"
     " VALUES (:job_type, :key, :tokens, :now) ON CONFLICT (job_type, concurrency_key) DO NOTHING")
