@@ -103,10 +103,11 @@ class _LimitedClaim:
         waiting = self._waiting(queue)
         groups = {job.group: self._bucket(job.group) for job in waiting}
         decision = planner.plan(waiting, self.rules, groups, self.running, self.now, limit)
-        started = set(decision.job_ids)
+        chosen = set(decision.job_ids)
+        started = [job.group for job in waiting if job.job_id in chosen]
         self.chosen += decision.job_ids
-        self.running.update(job.group for job in waiting if job.job_id in started)
-        self.started.update(job.group for job in waiting if job.job_id in started)
+        self.running.update(started)
+        self.started.update(started)
         self.buckets.update(decision.buckets)
         self.spent.update(decision.buckets)
         if decision.retry_after is not None and (self.retry_after is None or
