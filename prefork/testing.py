@@ -246,10 +246,7 @@ def inline(dsn_or_config: str | Config | None = None, *, migrate: bool = True,
         if migrate:
             store.migrate()
         # As a supervisor does: the jobs of limited types are enqueued as such.
-        try:   # TEMPORARY (limits-runtime): until both stores implement it
-            store.publish_limits(list(declared_rules().values()), handled_types())
-        except NotImplementedError:
-            pass
+        store.publish_limits(list(declared_rules().values()), handled_types())
         queue = InlineQueue(config, store, max_jobs, raise_on_dead)
         stack.callback(queue.client.close)
         previous = set_default_client(queue.client)

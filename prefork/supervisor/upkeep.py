@@ -98,20 +98,14 @@ class Upkeep:
     def limited_ready(self, limit: int) -> int:
         """Due limited jobs in our queues (at most limit per queue); 0 when the database
         is away."""
-        try:   # TEMPORARY (limits-runtime): until both stores implement it
-            return self._with_store(lambda store: store.limited_ready(self.config.queues,
-                                                                      limit)) or 0
-        except NotImplementedError:
-            return 0
+        return self._with_store(lambda store: store.limited_ready(self.config.queues,
+                                                                  limit)) or 0
 
     def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> bool:
         """Publish the limits in force here (store.publish_limits); False when the
         database is away."""
-        try:   # TEMPORARY (limits-runtime): until both stores implement it
-            return self._with_store(lambda store: store.publish_limits(rules, handled_types)) \
-                is not False
-        except NotImplementedError:
-            return True
+        return self._with_store(lambda store: store.publish_limits(rules, handled_types)) \
+            is not False
 
     def limits_when_due(self, now: float, children: Sequence[ChildProcess]) -> None:
         """Publish the limits when due; once a poll, wake a child for limited work."""

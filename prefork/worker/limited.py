@@ -5,10 +5,12 @@ Store.claim_limited takes those whose group (type, concurrency key) has room.
 While jobs wait on a full limit, a claim finds nothing, so it must not be
 repeated in a loop. A worker with rules makes one only:
 
-- first, before the plain claim: once a limited job of its own ran (its slot is
-  free when it ends), once the parent poked it while it ran a job (the parent
-  found limited work and no waiting child), or once the back-off of a
-  rate-starved claim (retry_after) ran out;
+- first, before the plain claim: once a job of its own with a concurrency limit
+  ran (its slot is free when it ends), once the parent poked it while it ran a
+  job (the parent found limited work and no waiting child), or once the
+  back-off of a rate-starved claim ran out: retry_after, the time until the
+  group's next token, doubled after each rate-starved claim in a row that got
+  nothing (another worker took the token), up to the poll interval;
 - after a plain claim that found nothing: once woken by the parent (which looks
   for limited work once per poll and wakes one child for it), or at every poll
   of a worker nobody supervises (`prefork-queue work`, drain()).
@@ -43,14 +45,16 @@ class LimitedClaims:
         self.after_plain = False       # a limited claim should the plain one find nothing
         self.retry_at: Optional[float] = None   # monotonic: a rate-starved group's next token
         self.streak = 0                # limited jobs run in a row
+        self.starved = 0               # rate-starved claims in a row that got nothing
         self.attempts = 0              # limited claims made (tests bound them)
 
     def started(self, job: Job) -> None:
         """A job starts: once it ends, a limited one has freed its group's slot."""
         if not self.active:
             return
-        if job.type in self.rules:
-            self.first = True
+        rule = self.rules.get(job.type)
+        if rule is not None:
+            self.first = self.first or rule.concurrency is not None
             self.streak += 1
         else:
             self.streak = 0
@@ -113,6 +117,15 @@ class LimitedClaims:
         jobs, retry_after = worker.store.claim_limited(
             worker.config.queues, worker.identity, worker.config.lease_seconds,
             worker.batch_size(), worker.process_id, self.rules)
-        self.retry_at = None if retry_after is None else time.monotonic() + retry_after
+        self.retry_at = None if retry_after is None else \
+            time.monotonic() + self._back_off(retry_after, bool(jobs))
         job: Optional[Job] = worker.take(jobs)
         return job
+
+    def _back_off(self, retry_after: float, claimed: bool) -> float:
+        """Seconds to wait for a rate-starved group's next token: each worker that
+        keeps losing the token to another waits longer (up to the poll interval), so
+        that the workers of a host do not all ask for every token."""
+        self.starved = 0 if claimed else self.starved + 1
+        longest = max(retry_after, self.worker.config.poll_interval)
+        return min(longest, retry_after * 2.0 ** max(0, self.starved - 1))
