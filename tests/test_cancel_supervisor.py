@@ -67,25 +67,24 @@ def assert_ended_cancelled(row):
 
 
 def test_a_running_python_job_gets_job_cancelled_and_its_child_goes_on(
-        supervisor, queue, db, markers, backend):
-    # On SQLite a handler's open transaction holds the file's write lock: the cancel
-    # could not be written while it runs. The rollback is proven on MariaDB.
-    in_transaction = backend == "mysql"
-    files = markers("wait")
-    job_id = queue.enqueue(new_job("cancel.wait", {**files, "transaction": in_transaction}))
+        supervisor, queue, db, markers, tmp_path):
+    files = {**markers("wait", "inside"), "go": str(tmp_path / "go")}
+    job_id = queue.enqueue(new_job("cancel.wait", files))
     sup = supervisor("--workers", "2")
     wait_file(files["started"])
     pid = running_child(sup, job_id)
-    if in_transaction:   # written inside job.transaction(), not committed yet
-        assert db.scalar("SELECT COUNT(*) FROM ledger") == 0
     report = queue.cancel([job_id])
     assert report.stopping == [job_id] and not report.cancelled
+    sent = sup.wait_event("job_cancel_sent", job_id=job_id)[0]
+    assert (sent["pid"], sent["running"]) == (pid, True)
+    open(files["go"], "w").close()   # the handler lets the cancel in inside its transaction
 
     cancelled = sup.wait_event("job_cancelled", job_id=job_id)[0]
     assert (cancelled["type"], cancelled["queue"], cancelled["pid"]) == \
         ("cancel.wait", "default", pid)
     assert_ended_cancelled(settled(db, job_id, "cancelled"))
     assert open(files["finally"]).read() == "finally ran"
+    assert os.path.exists(files["inside"])   # its ledger row was written, then:
     assert db.scalar("SELECT COUNT(*) FROM ledger") == 0   # rolled back, never committed
     # The child was not killed: it runs the next job.
     after = markers("after")
