@@ -122,10 +122,7 @@ class Upkeep:
     def cancel_requested(self) -> Optional[set[int]]:
         """Ids of our reserved jobs with a cancellation pending; None when the database
         is away."""
-        try:   # TEMPORARY (cancel-runtime): until both stores implement it
-            found = self._with_store(lambda store: store.cancel_requested(self.process_id))
-        except NotImplementedError:
-            return None
+        found = self._with_store(lambda store: store.cancel_requested(self.process_id))
         return None if found is False else found
 
     def finish_cancelled(self, lease: Lease) -> Optional[bool]:
