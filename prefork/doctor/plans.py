@@ -14,6 +14,7 @@ from typing import Any
 
 import pymysql
 
+from ..store.mysql import limit_queries as limits_sql
 from ..store.mysql import portable_queries as mysql_sql
 from ..store.mysql import queries as mariadb_sql
 from ..store.mysql.server import Flavor, Server
@@ -57,6 +58,7 @@ def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
                 {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"}),
         Planned("reserve them", mariadb_sql.RESERVE_LOCKED,
                 lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None), {"j": "PRIMARY"}),
+        *_limited_claim(),
     ]
     completion = [
         Planned("lock a group's leases",
@@ -67,6 +69,21 @@ def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
         *_single_completion(),
     ]
     return claim, completion
+
+
+def _limited_claim() -> list[Planned]:
+    """The limited claim's reads and locks (limits.py): both dialects send these."""
+    one_group, one_id = limits_sql.group_pairs(1), mariadb_sql.placeholders(1)
+    return [
+        Planned("read the waiting limited jobs", limits_sql.READ_WAITING.format(groups=one_group),
+                lambda s: (s.queue, s.queue, "", "", 256),
+                {"prefork_jobs": "ix_prefork_jobs_claim", "g": "PRIMARY",
+                 "prefork_queue_states": "PRIMARY"}),
+        Planned("lock their groups", limits_sql.LOCK_GROUPS.format(groups=one_group),
+                lambda s: (JOB_TYPE, ""), {"prefork_limit_groups": "PRIMARY"}),
+        Planned("lock the planned jobs", limits_sql.LOCK_PLANNED.format(ids=one_id),
+                lambda s: (s.job_id,), {"prefork_jobs": "PRIMARY"}),
+    ]
 
 
 def _single_completion() -> list[Planned]:
@@ -92,6 +109,7 @@ def mysql_statements() -> tuple[list[Planned], list[Planned]]:
                 {"prefork_jobs": "PRIMARY"}),
         Planned("read them back", mysql_sql.READ_BACK_IDS.format(ids=one_id), lambda s: (s.job_id,),
                 {"prefork_jobs": "PRIMARY"}),
+        *_limited_claim(),
     ]
     completion = [
         Planned("mark a group done", mysql_sql.COMPLETE_LEASED.format(lease_pairs=one_lease),

@@ -100,16 +100,20 @@ LIMITED_READY_COUNT = (
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 
-# Each group of a published rule with jobs running or waiting (due): the live
-# ranges of the status-and-type index of the limited types only.
+# The published rules: (type, concurrency, rate count, rate seconds).
+RULES = "SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
+
+# Each group of some limited types ({types}) with jobs running or waiting (due):
+# the live ranges of the status-and-type index of those types only (a join with
+# prefork_limits would read every live job: no index range serves an IN list
+# of statuses joined on the type).
 LIMIT_USAGE = (
-    "SELECT j.job_type, j.concurrency_key, SUM(j.status = 'reserved') AS running,"
-    " SUM(j.status = 'ready' AND j.available_at <= UTC_TIMESTAMP(6)) AS waiting,"
-    " l.concurrency, l.rate_count, l.rate_seconds FROM prefork_limits AS l"
-    " JOIN prefork_jobs AS j FORCE INDEX (ix_prefork_jobs_status_type)"
-    " ON j.status IN ('ready', 'reserved') AND j.job_type = l.job_type AND j.limited = 1"
-    " GROUP BY j.job_type, j.concurrency_key, l.concurrency, l.rate_count, l.rate_seconds"
-    " HAVING running > 0 OR waiting > 0 ORDER BY j.job_type, j.concurrency_key")
+    "SELECT job_type, concurrency_key, SUM(status = 'reserved') AS running,"
+    " SUM(status = 'ready' AND available_at <= UTC_TIMESTAMP(6)) AS waiting"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_type)"
+    " WHERE status IN ('ready', 'reserved') AND job_type IN ({types}) AND limited = 1"
+    " GROUP BY job_type, concurrency_key HAVING running > 0 OR waiting > 0"
+    " ORDER BY job_type, concurrency_key")
 
 # Groups whose bucket was last refilled that long ago (age in microseconds,
 # batch). A claim makes a group's row anew when it needs it, with one token: no

@@ -37,6 +37,7 @@ from .limit_queries import (
     LOCK_PLANNED,
     LOCK_TO_FLAG,
     READ_WAITING,
+    RULES,
     SET_LIMITED,
     UPSERT_RULE,
     WRITE_BUCKET,
@@ -79,15 +80,24 @@ class MySQLLimits(MySQLSession):
     def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> None:
         ruled = sorted({rule.job_type for rule in rules})
         unruled = sorted(set(handled_types) - set(ruled))
+        # Only what changed is written: an enqueue reads a rule's row (or the gap
+        # where it would be) under a shared lock held until its transaction ends,
+        # so a write waits for the applications' open transactions that enqueued
+        # such jobs (which makes their jobs flagged below). A restart with the
+        # same rules waits for nobody.
+        published = {row[0]: tuple(row[1:]) for row in self._all(RULES)}
+        changed = [rule for rule in rules if published.get(rule.job_type) != _rule_values(rule)]
+        gone = [job_type for job_type in unruled if job_type in published]
 
         def record() -> None:
             with self._transaction() as cursor:
-                for rule in rules:
+                for rule in changed:
                     values = _rule_values(rule)
                     cursor.execute(UPSERT_RULE, (rule.job_type, *values, *values))
-                if unruled:
-                    cursor.execute(DELETE_RULES.format(types=placeholders(len(unruled))), unruled)
-        self._retry_contention(record)
+                if gone:
+                    cursor.execute(DELETE_RULES.format(types=placeholders(len(gone))), gone)
+        if changed or gone:
+            self._retry_contention(record)
         # After the rules committed: a job enqueued from now on reads them itself.
         self._flag_live_jobs(ruled, 1)
         self._flag_live_jobs(unruled, 0)
@@ -240,10 +250,13 @@ class MySQLLimits(MySQLSession):
         return sum(int(rows[0][0]) for rows in counts)
 
     def limit_usage(self) -> list[LimitUsage]:
-        return [LimitUsage(job_type, key, int(running), int(waiting), concurrency,
-                           None if rate_count is None else Rate(rate_count, rate_seconds))
-                for job_type, key, running, waiting, concurrency, rate_count, rate_seconds
-                in self._all(LIMIT_USAGE)]
+        rules = {job_type: (concurrency, None if count is None else Rate(count, seconds))
+                 for job_type, concurrency, count, seconds in self._all(RULES)}
+        if not rules:
+            return []
+        return [LimitUsage(job_type, key, int(running), int(waiting), *rules[job_type])
+                for job_type, key, running, waiting
+                in self._all(LIMIT_USAGE.format(types=placeholders(len(rules))), list(rules))]
 
 
 def _rule_values(rule: LimitRule) -> tuple[int | None, int | None, int | None]:
