@@ -9,9 +9,12 @@ import time
 from typing import NamedTuple
 
 import pytest
-from conftest import wait_until
+from conftest import run_cli, wait_until
 from harness import supervisor_starter
 
+import prefork
+import prefork.testing
+from prefork import registry
 from prefork.jobs import new_job
 
 APP = "--app", "limits_app"
@@ -219,3 +222,116 @@ def test_a_rate_of_20_per_second_starts_200_in_10_seconds(supervisors, queue, tm
     tried = claims(claim_log, first, first + 10.0)
     assert tried <= 2 * in_window, f"{tried} limited claims for {in_window} starts"
     wait_done(store, jobs, timeout=120)
+
+
+def test_limited_jobs_run_while_a_plain_backlog_keeps_every_worker_busy(supervisors, queue,
+                                                                        tmp_path):
+    """60 plain jobs of 0.2 s ahead of 3 limited ones, 2 workers: the limited ones do
+    not wait for the backlog (the parent pokes a busy child once a poll)."""
+    _, store = queue
+    log = tmp_path / "exec.log"
+    plain = enqueue(store, "plain.note", 60, log, seconds=0.2)
+    supervisors("--workers", "2")
+    wait_until(lambda: len(read_runs(log)) >= 4, timeout=60, message="the backlog running")
+    limited = enqueue(store, "limited.pair", 3, log)
+    wait_done(store, limited, timeout=60)
+    assert not finished(store, plain), "the limited jobs waited for the whole backlog"
+    wait_done(store, plain, timeout=120)
+
+
+# -- declaring ---------------------------------------------------------------------
+
+COMMAND_SCRIPT = """#!/bin/sh
+echo "start $1 cmd.limited - $$ $(date +%s.%N)" >> "$2"
+sleep 0.3
+echo "end $1 cmd.limited - $$ $(date +%s.%N)" >> "$2"
+"""
+
+
+def command_config(tmp_path, limit_lines):
+    script = tmp_path / "run.sh"
+    script.write_text(COMMAND_SCRIPT)
+    script.chmod(0o755)
+    return f"[command:cmd.limited]\nargv = {script} {{n}} {{log}}\n{limit_lines}"
+
+
+def test_a_command_sections_limit_holds_and_a_reload_changes_it(supervisors, queue, tmp_path):
+    _, store = queue
+    log = tmp_path / "exec.log"
+    jobs = [store.enqueue(new_job("cmd.limited", {"n": n, "log": str(log)}))
+            for n in range(1, 7)]
+    sup = supervisors("--workers", "4",
+                      config_text=command_config(tmp_path, "concurrency = 1\nrate = 100/s\n"))
+    published = sup.wait_event("limits_published")[0]
+    assert "cmd.limited" in published["limited"].split(",")
+    wait_done(store, jobs, timeout=120)
+    assert len(read_runs(log)) == 6 and most_at_once(read_runs(log)) == 1
+    sup.config_path.write_text(command_config(tmp_path, ""))
+    sup.signal(signal.SIGHUP)
+    again = sup.wait_event("limits_published", count=2)[1]
+    assert "cmd.limited" not in again["limited"].split(",")
+    assert "limited.pair" in again["limited"].split(",")
+
+
+@pytest.mark.parametrize("lines, problem", [
+    ("concurrency = 0", "invalid concurrency 0"),
+    ("concurrency = two", "invalid concurrency 'two'"),
+    ("rate = 5/d", "invalid rate '5/d'"),
+])
+def test_a_bad_limit_in_a_command_section_stops_the_start_in_one_line(
+        tmp_path, sqlite_migrated, lines, problem):
+    config = tmp_path / "bad.conf"
+    config.write_text(command_config(tmp_path, lines + "\n"))
+    result = run_cli("run", "--config", str(config), *APP, dsn=sqlite_migrated, timeout=60)
+    assert result.returncode != 0
+    line, = result.stderr.strip().splitlines()
+    assert "[command:cmd.limited]" in line and problem in line, line
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"concurrency": 0}, "invalid concurrency 0"),
+    ({"concurrency": True}, "invalid concurrency True"),
+    ({"rate": "100/week"}, "invalid rate '100/week'"),
+    ({"rate": 100}, "invalid rate 100"),
+])
+def test_a_bad_limit_in_the_decorator_is_a_one_line_value_error(arguments, problem):
+    with pytest.raises(ValueError) as raised:
+        prefork.handler("decl.bad", **arguments)
+    assert problem in str(raised.value) and "\n" not in str(raised.value)
+    assert registry.lookup("decl.bad") is None
+
+
+# -- test mode -----------------------------------------------------------------------
+
+@pytest.fixture
+def inline_limited_types():
+    """Two limited handlers in this process, their limits removed afterwards (other
+    tests' workers share the registry)."""
+    ran = []
+
+    @prefork.handler("inline_limits.slow_rate", concurrency=1, rate="1/h")
+    def slow_rate(job):
+        ran.append(job.id)
+
+    @prefork.handler("inline_limits.spawner")
+    def spawner(job):
+        ran.append(job.id)
+        slow_rate.enqueue({"from": job.id})
+
+    yield ran, slow_rate, spawner
+    for job_type in ("inline_limits.slow_rate", "inline_limits.spawner"):
+        registry.set_limit(job_type, None)
+
+
+def test_drain_runs_limited_jobs_without_waiting_for_their_rate(inline_limited_types):
+    """drain() runs limited jobs through the limited claim (they are enqueued as
+    limited: inline() publishes the limits), a rate of one an hour included, and the
+    limited jobs that other jobs enqueue."""
+    ran, slow_rate, spawner = inline_limited_types
+    with prefork.testing.inline() as queue:
+        first = [slow_rate.enqueue({"n": n}) for n in range(3)]
+        parent = spawner.enqueue({})
+        assert queue.get(first[0])["limited"] == 1
+        result = queue.drain()
+    assert len(result.done) == 5 and not result.dead and len(ran) == 5
+    assert set(first) | {parent} <= set(result.done)
