@@ -197,6 +197,40 @@ def test_a_cancel_during_a_graceful_drain_still_ends_the_job_cancelled(
     assert_never_logged(sup.log_text(), "job_cancel_killed")
 
 
+def test_a_handler_ignoring_the_cancel_during_a_drain_is_killed_after_the_grace(
+        supervisor, queue, db, markers):
+    """The grace, not the drain's longer graceful timeout, bounds a cancelled job."""
+    files = markers("drain-stubborn", "caught")
+    job_id = queue.enqueue(new_job("cancel.stubborn", files))
+    sup = supervisor("--workers", "1", "--graceful-timeout", "120", "--cancel-grace", "1")
+    wait_file(files["started"])
+    pid = running_child(sup, job_id)
+    sup.proc.send_signal(signal.SIGTERM)
+    sup.wait_event("supervisor_stopping", mode="graceful")
+    queue.cancel([job_id])
+
+    sup.wait_event("job_cancel_killed", job_id=job_id)
+    assert sup.wait_event("worker_exited", pid=pid)[0]["reason"] == "cancelled"
+    assert sup.wait_exit(timeout=30) == 0
+    assert_ended_cancelled(db.row(job_id))
+
+
+def test_a_soft_timeout_passing_in_a_cancelled_handler_does_not_replace_the_cancel(
+        supervisor, queue, db, markers):
+    files = markers("timed")
+    job_id = queue.enqueue(new_job("cancel.timed", files, max_attempts=3))
+    sup = supervisor("--workers", "1", "--cancel-grace", "30")
+    wait_file(files["started"])
+    queue.cancel([job_id])
+
+    sup.wait_event("job_cancelled", job_id=job_id)
+    assert open(files["finally"]).read() == "finally ran"   # it outlasted the soft timeout
+    assert_ended_cancelled(db.row(job_id))
+    log = sup.log_text()
+    assert_never_logged(log, "job_failed")
+    assert "soft timeout" not in log
+
+
 def test_a_job_that_finished_before_the_cancel_stays_done(supervisor, queue, db, markers):
     files = markers("quick")
     job_id = queue.enqueue(new_job("cancel.quick", files))

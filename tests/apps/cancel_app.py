@@ -69,3 +69,15 @@ def gate(job):
     """Runs until the file payload["until"] exists (LONGEST at most)."""
     touch(job.payload["started"])
     wait_for(job.payload["until"])
+
+
+@prefork.handler("cancel.timed", soft_timeout=1.5)
+def timed(job):
+    """Its cleanup outlasts its soft timeout: the cancel must stay a cancel (no
+    JobTimeout may replace JobCancelled while the finally block runs)."""
+    try:
+        touch(job.payload["started"])
+        time.sleep(LONGEST)
+    finally:
+        time.sleep(2.5)
+        touch(job.payload["finally"], "finally ran")
