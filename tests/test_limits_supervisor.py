@@ -6,11 +6,11 @@ assumes a fast machine beyond the rate itself (20 starts a second)."""
 import os
 import signal
 import time
-from typing import NamedTuple
 
 import pytest
 from conftest import run_cli, wait_until
 from harness import supervisor_starter
+from limits_chaos import most_at_once, read_runs, running_pids
 
 import prefork
 import prefork.testing
@@ -19,15 +19,6 @@ from prefork.jobs import new_job
 
 APP = "--app", "limits_app"
 FAST_POLL = "--poll-interval", "0.5"
-
-
-class Run(NamedTuple):
-    job_id: int
-    job_type: str
-    key: str
-    pid: int
-    start: float
-    end: float   # inf: no end logged (its process was killed, see read_runs)
 
 
 @pytest.fixture
@@ -47,32 +38,6 @@ def enqueue(store, job_type, count, log, key=None, **payload):
     payload = {"log": str(log), **payload, **({"key": key} if key else {})}
     return [store.enqueue(new_job(job_type, payload, concurrency_key=key, max_attempts=20))
             for _ in range(count)]
-
-
-def read_runs(path, killed_at=None):
-    """The runs of the execution log. A run with no end line ended when its process
-    was killed (killed_at: {pid: time}), else it counts as running for ever."""
-    killed_at = killed_at or {}
-    starts, ends = {}, {}
-    if not os.path.exists(path):
-        return []
-    for line in open(path).read().splitlines():
-        kind, job_id, job_type, key, pid, at = line.split()
-        (starts if kind == "start" else ends)[(int(job_id), int(pid))] = (job_type, key, float(at))
-    return [Run(job_id, job_type, key, pid, at,
-                ends.get((job_id, pid), (None, None, killed_at.get(pid, float("inf"))))[2])
-            for (job_id, pid), (job_type, key, at) in starts.items()]
-
-
-def most_at_once(runs):
-    """The most runs that overlapped in time (an end at the same instant as a start
-    counts first: the slot was free)."""
-    marks = sorted([(run.start, 1) for run in runs] + [(run.end, -1) for run in runs])
-    running = most = 0
-    for _, step in marks:
-        running += step
-        most = max(most, running)
-    return most
 
 
 def finished(store, job_ids):
@@ -199,10 +164,6 @@ def test_killed_children_and_supervisors_never_leave_a_slot_taken(supervisors, q
     runs = read_runs(log, killed_at)
     assert most_at_once(runs) <= 2
     assert survivor.proc.poll() is None
-
-
-def running_pids(path, killed_at):
-    return {run.pid for run in read_runs(path, killed_at) if run.end == float("inf")}
 
 
 # -- rate -------------------------------------------------------------------------
