@@ -10,8 +10,9 @@ from datetime import timedelta
 
 import psutil
 import pytest
-from conftest import wait_until
+from conftest import SERVER, wait_until
 from harness import assert_never_logged, process_gone, supervisor_starter, wait_gone
+from tcp_proxy import TcpProxy
 
 from prefork.jobs import new_job, utc_now
 
@@ -267,3 +268,28 @@ def test_a_cancel_pending_when_its_supervisor_is_killed_ends_at_lease_recovery(
     assert row["cancel_requested_at"] is None and row["finished_at"] is not None
     assert not second.events("job_claimed", job_id=job_id)   # never run again
     assert process_gone(child)
+
+
+def test_the_supervisor_looking_for_cancels_outlives_a_database_outage(
+        tmp_path, migrated, mysql_db, store, markers):
+    """The parent's database goes away while its child runs a job (the parent looks
+    for cancels then); the supervisor lives on, and once the database is back the
+    job cancelled meanwhile ends cancelled (its child's connection was cut too: by the
+    child's own hand, or by its death's hand-back, which the store ends cancelled)."""
+    files = markers("outage")
+    queue = store()
+    job_id = queue.enqueue(new_job("cancel.wait", files))
+    with TcpProxy(SERVER["host"], SERVER["port"]) as proxy, supervisor_starter(
+            tmp_path, migrated.replace(f":{SERVER['port']}/", f":{proxy.port}/"),
+            *APPS, *FAST_LOOKS) as start:
+        sup = start("--workers", "1")
+        wait_file(files["started"])
+        proxy.cut()
+        sup.wait_event("supervisor_db_error")
+        queue.cancel([job_id])   # on the server itself, not through the proxy
+        sup.wait_event("supervisor_db_unavailable")   # it retries, and lives
+        assert sup.proc.poll() is None
+        proxy.restore()
+        row = settled(mysql_db, job_id, "cancelled", timeout=30)
+        assert row["cancel_requested_at"] is None
+        assert sup.proc.poll() is None
