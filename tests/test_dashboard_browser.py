@@ -100,7 +100,8 @@ def test_cancel_a_job_and_a_hostile_concurrency_key_in_the_limits_table(browser,
                and HOSTILE in text_of(browser, "limit-rows"), message="the Limits table drawn")
     assert_inert(browser)
     row = browser.find_element(By.CSS_SELECTOR, "#limit-rows tr").text
-    assert row.split()[0] == "report.build" and row.endswith(" 0 1 – 2")   # running, limit, no rate, waiting
+    # running, limit, no rate, waiting
+    assert row.split()[0] == "report.build" and row.endswith(" 0 1 – 2")
 
     browser.get(dashboard.url + f"/jobs/{ready}")
     browser.find_element(By.ID, "cancel").click()

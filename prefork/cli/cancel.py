@@ -60,7 +60,8 @@ def cancel_command(args: argparse.Namespace, config: Config) -> Optional[int]:
     print(json.dumps(report._asdict()) if args.json else render(report))
     if report.missing:
         # The report is out on stdout; the one line says why the exit code is not 0.
-        others = " (the others were handled as shown)" if set(report.missing) != set(args.ids) else ""
+        others = "" if set(report.missing) == set(args.ids) else \
+            " (the others were handled as shown)"
         print(f"{PROG}: error: no job {_id_list(report.missing)}{others}", file=sys.stderr)
         return ExitCode.MISSING
     return None
@@ -72,8 +73,8 @@ def render(report: CancelReport) -> str:
     for part, words, meaning in LINES:
         ids: list[int] = getattr(report, part)
         if ids:
-            lines.append(f"{words}: {_id_list(ids)} ({len(ids)} job{'s' if len(ids) != 1 else ''}"
-                         f": {meaning})")
+            jobs = "1 job" if len(ids) == 1 else f"{len(ids)} jobs"
+            lines.append(f"{words}: {_id_list(ids)} ({jobs}: {meaning})")
     return "\n".join(lines) or "no unfinished job matches"
 
 
