@@ -41,7 +41,8 @@ BACKENDS = ("mysql", "sqlite")
 # The store, worker, supervisor and cluster suites: run under both MySQL dialects.
 DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
-                   "test_operations.py", "test_both_backends.py"}
+                   "test_operations.py", "test_both_backends.py",
+                   "test_limits_store.py", "test_cancel_store.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
 

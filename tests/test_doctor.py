@@ -159,7 +159,7 @@ def worker_account(migrated):
         printed = run_cli("grants", "--user", user, "--host", "%", dsn=migrated)
         assert printed.returncode == 0, printed.stderr
         statements = [line for line in printed.stdout.splitlines() if line.startswith("GRANT")]
-        assert len(statements) == 7   # the six worker tables, SELECT on the migrations
+        assert len(statements) == 9   # the seven worker tables, the rules, the migrations
         with admin.cursor() as cursor:
             cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, PASSWORD))
             for statement in statements:
@@ -249,10 +249,11 @@ def test_a_server_with_skip_locked_passes(version):
 
 def worker_grants(database="jobs", drop=None):
     tables = ["prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
-              "prefork_minutes", "prefork_task_results"]
+              "prefork_minutes", "prefork_task_results", "prefork_limit_groups"]
     lines = ["GRANT USAGE ON *.* TO `w`@`%` IDENTIFIED BY PASSWORD '*D821809F681A40A6E3'"]
     lines += [f"GRANT SELECT, INSERT{'' if table == drop else ', UPDATE'} ON `{database}`.`{table}`"
               " TO `w`@`%`" for table in tables]
+    lines.append(f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.`prefork_limits` TO `w`@`%`")
     return lines + [f"GRANT SELECT ON `{database}`.`prefork_schema_migrations` TO `w`@`%`"]
 
 
@@ -281,7 +282,7 @@ def test_more_than_a_worker_needs_is_a_warning(extra, shown):
 
 
 def test_a_database_pattern_grant_counts_for_the_databases_it_matches():
-    lines = ["GRANT SELECT, INSERT, UPDATE ON `jo%`.* TO `w`@`%`"]
+    lines = ["GRANT SELECT, INSERT, UPDATE, DELETE ON `jo%`.* TO `w`@`%`"]
     check = judge(lines, "jobs", "w@%")
     assert check.status is Status.WARN   # nothing missing, but a whole database
     assert judge(lines, "other", "w@%").status is Status.FAIL

@@ -24,7 +24,8 @@ class Group(NamedTuple):
     key: str
 
 
-class Rate(NamedTuple):
+@dataclass(frozen=True)
+class Rate:
     """At most `count` starts per `seconds`."""
     count: int
     seconds: int

@@ -40,7 +40,7 @@ def spare_none(held: HeldJob) -> bool:
 # claim), max_attempts, idempotency_key, crashes.
 ClaimedRow = Sequence[Any]
 
-# queue_stats() of one queue: "ready", "delayed", "reserved", "dead" (counts) and
+# queue_stats() of one queue: "ready", "delayed", "reserved", "dead", "cancelled" (counts) and
 # "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
 QueueFigures = dict[str, float]
 
@@ -74,7 +74,8 @@ def queue_figures(queues: Sequence[str],
 
 def _no_figures() -> QueueFigures:
     figures: QueueFigures = {status.value: 0 for status in
-                             (JobStatus.READY, JobStatus.RESERVED, JobStatus.DEAD)}
+                             (JobStatus.READY, JobStatus.RESERVED, JobStatus.DEAD,
+                              JobStatus.CANCELLED)}
     figures.update(delayed=0, oldest_ready_age=0.0)
     return figures
 
