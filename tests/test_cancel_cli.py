@@ -7,7 +7,8 @@ import socket
 
 import pytest
 from cli_checks import USAGE_ERROR, assert_refused
-from conftest import run_cli
+from conftest import run_cli, wait_until
+from harness import supervisor_starter
 
 from prefork.jobs import new_job
 from prefork.retry import Decision
@@ -53,6 +54,21 @@ def test_cancel_says_what_became_of_each_job_and_changes_only_what_it_says(queue
         "cancelled", "cancelled", "reserved", "done", "ready"]
     assert s.get(ready)["finished_at"] is not None and s.get(ready)["last_error"] == "cancelled"
     assert s.get(running)["cancel_requested_at"] is not None
+
+
+def test_cancel_stops_a_job_a_real_supervisor_runs(queue_dsn, s, tmp_path):
+    with supervisor_starter(tmp_path, queue_dsn, "--app", "prefork.examples") as start:
+        sup = start("--workers", "1")
+        job_id = s.enqueue(new_job("sleep", {"seconds": 60}))
+        sup.wait_event("job_claimed", job_id=job_id)
+        result = run_cli("cancel", str(job_id), dsn=queue_dsn)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"stopping: {job_id} (1 job: running")
+        wait_until(lambda: s.get(job_id)["status"] == "cancelled", timeout=30,
+                   message="the running job cancelled")
+        again = run_cli("cancel", str(job_id), dsn=queue_dsn)
+        assert again.stdout == f"already finished: {job_id} (1 job: left as they are)\n"
+        assert sup.proc.poll() is None
 
 
 def test_an_id_that_names_no_job_is_exit_4_with_the_report(queue_dsn, s):
