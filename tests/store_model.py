@@ -50,7 +50,7 @@ from hypothesis.stateful import (
 from store_model_rules import (
     LIMIT, QUEUE, QUEUE_LISTS, QUEUES, SUPERVISOR, WORKER, LifeCycleRules)
 from store_model_state import (
-    COME_DUE, DEAD, GO_SILENT, READY, RESERVED, ROWS, Tally, check_row, raw, utc_now)
+    CANCELLED, COME_DUE, DEAD, GO_SILENT, READY, RESERVED, ROWS, Tally, check_row, raw, utc_now)
 
 from prefork import config as config_module
 from prefork.store import create_embedded, open_store
@@ -143,16 +143,31 @@ class StoreMachine(LifeCycleRules):
         return ids
 
     @rule(picks=st.lists(st.integers(0, 1000), max_size=3), every=st.booleans(),
-          queue=st.one_of(st.none(), QUEUE), max_attempts=st.one_of(st.none(), st.integers(1, 3)))
-    def retry_dead(self, picks, every, queue, max_attempts):
+          queue=st.one_of(st.none(), QUEUE), max_attempts=st.one_of(st.none(), st.integers(1, 3)),
+          cancelled_too=st.booleans())
+    def retry_dead(self, picks, every, queue, max_attempts, cancelled_too):
         ids = None if every else self._ids(picks)
-        revived = [job_id for job_id in self.model.of_status(DEAD, queue)
+        statuses = (DEAD, CANCELLED) if cancelled_too else (DEAD,)
+        revived = [job_id for status in statuses for job_id in self.model.of_status(status, queue)
                    if ids is None or job_id in ids]
-        assert self.store.retry_dead(ids, queue, max_attempts) == len(revived), \
-            f"retry_dead {ids} {queue}"
+        assert self.store.retry_dead(ids, queue, max_attempts, statuses) == len(revived), \
+            f"retry_dead {ids} {queue} {statuses}"
         for job_id in revived:
             self.model.revive(job_id, max_attempts)
         self.tally["retried dead"] += len(revived)
+
+    @rule(picks=st.lists(st.integers(0, 1000), min_size=1, max_size=4))
+    def cancel(self, picks):
+        """Cancel some jobs (even picks from the running ones, odd ones from all, and
+        one that never was): ready ones now, running ones when they leave `reserved`."""
+        ids = [self.model.max_id + 1000]
+        for pick in picks:
+            pool = self.model.of_status(RESERVED) if pick % 2 == 0 else sorted(self.model.jobs)
+            ids += [pool[pick // 2 % len(pool)]] if pool else []
+        expected = self.model.cancel(ids)
+        assert self.store.cancel(ids) == expected, f"cancel {ids}"
+        self.tally["cancelled"] += len(expected[0])
+        self.tally["stopping"] += len(expected[1])
 
     @rule(picks=st.lists(st.integers(0, 1000), min_size=1, max_size=3))
     def discard_dead(self, picks):
@@ -199,7 +214,11 @@ class StoreMachine(LifeCycleRules):
         figures = self.store.queue_stats(QUEUES)
         for queue in QUEUES:
             figures[queue].pop("oldest_ready_age")
+            assert figures[queue].pop("cancelled", 0) == \
+                len(self.model.of_status(CANCELLED, queue)), f"cancelled of {queue}"
             assert figures[queue] == self.model.figures(queue), f"queue_stats of {queue}"
+        for process_id in self.model.supervisors:
+            assert self.store.cancel_requested(process_id) == self.model.stopping(process_id)
         dead = self.store.dead_jobs(limit=1000)
         assert sorted(row["id"] for row in dead) == self.model.of_status(DEAD), "dead_jobs"
         assert all("payload" not in row for row in dead)

@@ -1,6 +1,7 @@
 """The job life cycle's rules of the store's model-checked property (see
 store_model.py): enqueue, claim, complete (one, many, in job.transaction(), with
-the next claim), fail, release, extend, lease expiry and recovery, hand-back.
+the next claim), fail, release, extend, lease expiry and recovery, hand-back,
+ending a stopped job cancelled.
 Each rule asks the model what the contract allows, runs the real store and
 compares; the machine in store_model.py adds the operators' rules and the check
 of the whole store after every step."""
@@ -9,7 +10,8 @@ from datetime import timedelta
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from store_model_state import (
-    CLEAR, DEAD, EXPIRE_LEASE, NEW_ROWS, PAST, READY, RESERVED, Model, as_time, raw, utc_now)
+    CANCELLED, CLEAR, DEAD, EXPIRE_LEASE, NEW_ROWS, PAST, READY, RESERVED, Model, as_time, raw,
+    utc_now)
 
 from prefork.errors import LeaseLost
 from prefork.jobs import new_job
@@ -224,6 +226,17 @@ class LifeCycleRules(RuleBasedStateMachine):
             self.model.settle(job.id, READY, attempts_delta=-1)
 
     @precondition(lambda self: self.leases)
+    @rule(pick=PICK)
+    def finish_cancelled(self, pick):
+        """A supervisor ends a job it stopped (or a worker that stopped on JobCancelled)."""
+        job = self._lease(pick)
+        expected = self.model.holder(job.lease) is not None   # the token alone fences it
+        assert self.store.finish_cancelled(job.lease) == expected, f"finish_cancelled {job.id}"
+        self._count("finish_cancelled", expected)
+        if expected:
+            self.model.settle(job.id, CANCELLED)
+
+    @precondition(lambda self: self.leases)
     @rule(picks=PICKS)
     def extend(self, picks):
         """extend() one lease (its worker), or extend_many() several (their supervisor)."""
@@ -301,6 +314,7 @@ class LifeCycleRules(RuleBasedStateMachine):
             expected, due, attempts, crashes = DEAD, True, 0, 1
         else:
             expected, due, attempts, crashes = READY, delay == 0, 0, 1
+        expected = CANCELLED if held.cancelling else expected
         assert status == expected, f"hand_back of job {job.id}: {status}, model {expected}"
         self._count("hand_back", True)
         self.model.settle(job.id, expected, due, attempts, crashes)

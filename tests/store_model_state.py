@@ -15,6 +15,7 @@ from prefork.store.sqlite.file import stamp
 from prefork.store.sqlite.store import SQLiteStore
 
 READY, RESERVED, DONE, DEAD = JobStatus.READY, JobStatus.RESERVED, JobStatus.DONE, JobStatus.DEAD
+CANCELLED = JobStatus.CANCELLED
 PAST = datetime(2000, 1, 1)     # "long ago": expired leases, come-due jobs, silent supervisors
 # Times the store wrote are "now or before" (due, expired) or at least hours ahead
 # (delayed, live): compared with this host's clock give or take this much, so that
@@ -25,7 +26,8 @@ SKEW = timedelta(hours=1)
 CLEAR = ("DELETE FROM prefork_jobs", "DELETE FROM prefork_processes",
          "DELETE FROM prefork_queue_states", "DELETE FROM prefork_restarts")
 ROWS = ("SELECT id, queue, idempotency_key, status, priority, attempts, max_attempts, crashes,"
-        " lease_token, available_at, lease_until, locked_by, process_id FROM prefork_jobs")
+        " lease_token, available_at, lease_until, locked_by, process_id,"
+        " cancel_requested_at IS NOT NULL FROM prefork_jobs")
 NEW_ROWS = ("SELECT id, queue, idempotency_key, available_at FROM prefork_jobs WHERE id > %s"
             " ORDER BY id")
 EXPIRE_LEASE = "UPDATE prefork_jobs SET lease_until = %s WHERE id = %s AND status = 'reserved'"
@@ -73,6 +75,7 @@ class ModelJob:
     process_id: int | None = None
     available_at: datetime | None = None   # as the store wrote them (read after each step)
     lease_until: datetime | None = None
+    cancelling: bool = False     # reserved, its cancellation pending
 
 
 @dataclass
@@ -141,14 +144,39 @@ class Model:
         self.tokens.add(token)
 
     def complete(self, job_id):
-        self.jobs[job_id].status = DONE   # the token stays on a done row
+        job = self.jobs[job_id]
+        job.status, job.cancelling = DONE, False   # the token stays on a done row
 
     def settle(self, job_id, status, due=True, attempts_delta=0, crashes_delta=0):
-        """A job leaves its lease: ready (due or delayed) or dead, its token gone."""
+        """A job leaves its lease: ready (due or delayed) or dead, its token gone;
+        cancelled instead when its cancellation is pending."""
         job = self.jobs[job_id]
-        job.status, job.due, job.token, job.live = status, due, None, False
+        status = CANCELLED if job.cancelling else status
+        job.status, job.due, job.token, job.live, job.cancelling = status, due, None, False, False
         job.attempts += attempts_delta
         job.crashes += crashes_delta
+
+    def cancel(self, job_ids):
+        """What cancel() reports and does: (cancelled, stopping, finished, missing)."""
+        report = ([], [], [], [])
+        for job_id in dict.fromkeys(job_ids):
+            job = self.jobs.get(job_id)
+            if job is None:
+                report[3].append(job_id)
+            elif job.status == READY:
+                self.settle(job_id, CANCELLED)
+                report[0].append(job_id)
+            elif job.status == RESERVED:
+                job.cancelling = True
+                report[1].append(job_id)
+            else:
+                report[2].append(job_id)
+        return report
+
+    def stopping(self, process_id):
+        """The running jobs of a supervisor whose cancellation is pending."""
+        return {job.id for job in self.jobs.values()
+                if job.cancelling and job.process_id == process_id}
 
     def give_back(self, job_id):
         """What expiry and pruning do with a job whose holder is gone."""
@@ -183,7 +211,7 @@ class Model:
 def check_row(row, job, now):
     """One job's row against the model's job (now: this host's clock)."""
     (job_id, queue, key, status, priority, attempts, max_attempts, crashes, token,
-     available_at, lease_until, locked_by, process_id) = row
+     available_at, lease_until, locked_by, process_id, cancelling) = row
     available_at, lease_until = as_time(available_at), as_time(lease_until)
     where = f"job {job_id}"
     assert (queue, key, priority, max_attempts) == (job.queue, job.key, job.priority,
@@ -193,6 +221,7 @@ def check_row(row, job, now):
     assert (attempts, crashes) == (job.attempts, job.crashes), \
         f"{where}: attempts/crashes {attempts}/{crashes}, model {job.attempts}/{job.crashes}"
     assert token == job.token, f"{where} ({status}): token {token}, model {job.token}"
+    assert bool(cancelling) == job.cancelling, f"{where}: cancel requested {cancelling}"
     if status == RESERVED:
         assert (lease_until > now + SKEW) == job.live, f"{where}: lease until {lease_until}"
         assert (locked_by, process_id) == (job.worker, job.process_id), where
