@@ -184,6 +184,18 @@ def test_a_busy_key_with_a_long_backlog_hides_no_other_key(backend_store):
     assert busy.id != other
 
 
+def test_a_key_whose_rate_is_spent_hides_no_other_key_behind_its_backlog(backend_store):
+    hourly = LimitRule("call", rate=Rate(1, 3600))
+    s = limited(backend_store(), hourly)
+    s.enqueue_many([new_job("call", concurrency_key="busy", priority=-1) for _ in range(600)])
+    [busy], _ = claim(s, rules=[hourly], limit=1)
+    assert s.complete(busy)   # its slot is free, its hour's token spent
+    other = s.enqueue(new_job("call", concurrency_key="quiet"))
+    jobs, retry_after = claim(s, rules=[hourly])
+    assert [job.id for job in jobs] == [other]
+    assert 3500 < retry_after <= 3600   # the busy key's next token
+
+
 def test_a_rate_is_a_token_bucket_on_the_databases_clock(backend_store, db):
     """3/h: a new group starts one job (its first token), then waits 20 minutes a
     token; an hour later (moved back, not waited for) its bucket holds three."""

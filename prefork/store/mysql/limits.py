@@ -7,7 +7,8 @@ The limited claim of one queue (planner.py decides, this carries it out):
 (1) count the running limited jobs per group, without locking; (2) read up to
 READ_BOUND due limited jobs in claim order, leaving out the groups (1) found
 full, so that a busy group's backlog hides no other group's jobs, with their
-groups' buckets as they stand; (3) make the rows of the groups that have none,
+groups' buckets as they stand (when none of them has room, say their rates are
+spent, read once more without them); (3) make the rows of the groups that have none,
 autocommitted; then in one transaction (4) lock the rows of the groups a plan
 on that snapshot would start jobs of, skipping those another claimer holds and
 trying the next groups instead; (5) count the running jobs again, under those
@@ -48,6 +49,7 @@ from .queries import COMMIT, START_TRANSACTION, placeholders, script
 from .session import MySQLSession, Row, micros
 
 READ_BOUND = 256       # due limited jobs a claim reads per queue: its candidates
+READ_ROUNDS = 2        # reads per queue when a whole read had no room
 LOCK_ROUNDS = 4        # tries to lock groups when other claimers hold the first ones
 FLAG_BATCH = 1000      # jobs (un)flagged per transaction when the rules change
 # Excludes nothing from READ_WAITING's NOT IN list (a job type is never empty).
@@ -143,23 +145,41 @@ class MySQLLimits(MySQLSession):
                           rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
         """Steps 1-7 of the module's docstring, for one queue."""
         running = self._running()
-        full = [group for group, count in running.items() if count >= _concurrency(rules, group)]
-        rows = self._all(READ_WAITING.format(groups=group_pairs(len(full) or 1)),
-                         (queue, queue, *_flat(full or [NO_GROUP]), READ_BOUND))
-        if not rows:
-            return [], None
-        snapshot = Snapshot(rows)
-        # Planned on what was read: when nothing could start, no lock is taken.
-        foreseen = plan(snapshot.waiting, rules, snapshot.buckets, running, snapshot.now, limit)
-        if not foreseen.job_ids:
-            return [], foreseen.retry_after
+        snapshot, waits = self._foresee(queue, running, rules, limit)
+        if snapshot is None:
+            return [], min(waits, default=None)
         if snapshot.missing:
             self._retry_contention(functools.partial(self._ensure_groups, snapshot.missing))
         jobs, retry_after = self._retry_contention(
             lambda: self._claim_planned(snapshot, running, rules, limit, claimant))
         # The groups not locked (held elsewhere) wait no longer than foreseen.
-        waits = [wait for wait in (retry_after, foreseen.retry_after) if wait is not None]
+        waits += [] if retry_after is None else [retry_after]
         return jobs, min(waits, default=None)
+
+    def _foresee(self, queue: str, running: Mapping[Group, int], rules: Mapping[str, LimitRule],
+                 limit: int) -> tuple[Snapshot | None, list[float]]:
+        """Steps 1 and 2: the waiting jobs read, when a plan on them starts some (else
+        None: no lock is taken), and the waits of the rate-starved groups seen."""
+        passed_over = [group for group, count in running.items()
+                       if count >= _concurrency(rules, group)]
+        waits: list[float] = []
+        for _ in range(READ_ROUNDS):
+            rows = self._all(READ_WAITING.format(groups=group_pairs(len(passed_over) or 1)),
+                             (queue, queue, *_flat(passed_over or [NO_GROUP]), READ_BOUND))
+            if not rows:
+                break
+            snapshot = Snapshot(rows)
+            foreseen = plan(snapshot.waiting, rules, snapshot.buckets, running, snapshot.now,
+                            limit)
+            waits += [] if foreseen.retry_after is None else [foreseen.retry_after]
+            if foreseen.job_ids:
+                return snapshot, waits
+            if len(rows) < READ_BOUND:
+                break
+            # A whole read of groups without room (their rates spent, say) may hide
+            # other groups' jobs behind it: read again without them.
+            passed_over += sorted(snapshot.buckets)
+        return None, waits
 
     def _ensure_groups(self, groups: Iterable[Group]) -> None:
         with self.conn.cursor() as cursor:
