@@ -214,7 +214,7 @@ class StoreMachine(LifeCycleRules):
         figures = self.store.queue_stats(QUEUES)
         for queue in QUEUES:
             figures[queue].pop("oldest_ready_age")
-            assert figures[queue].pop("cancelled", 0) == \
+            assert figures[queue].pop("cancelled") == \
                 len(self.model.of_status(CANCELLED, queue)), f"cancelled of {queue}"
             assert figures[queue] == self.model.figures(queue), f"queue_stats of {queue}"
         for process_id in self.model.supervisors:
