@@ -16,7 +16,8 @@ match. The list columns are get()'s but the payload and error history.
 FIND_BY_STATUS = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status)"
+    " finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status)"
     " WHERE status = %(status)s AND id < %(before)s AND id >= %(id_min)s"
     " AND (%(queue)s IS NULL OR queue = %(queue)s)"
     " AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
@@ -26,7 +27,8 @@ FIND_BY_STATUS = (
 FIND_BY_STATUS_QUEUE = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_queue)"
+    " finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_queue)"
     " WHERE status = %(status)s AND queue = %(queue)s AND id < %(before)s"
     " AND id >= %(id_min)s AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
     " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
@@ -35,7 +37,8 @@ FIND_BY_STATUS_QUEUE = (
 FIND_BY_STATUS_TYPE = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_type)"
+    " finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_status_type)"
     " WHERE status = %(status)s AND job_type = %(job_type)s AND id < %(before)s"
     " AND id >= %(id_min)s AND (%(queue)s IS NULL OR queue = %(queue)s)"
     " AND created_at >= %(created_from)s AND created_at < %(created_to)s"
@@ -47,7 +50,8 @@ FIND_BY_STATUS_TYPE = (
 FIND_BY_KEY = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_key)"
+    " finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_key)"
     " WHERE idempotency_key LIKE %(key_pattern)s ESCAPE '!'"
     " AND id < %(before)s AND id >= %(id_min)s AND (%(status)s IS NULL OR status = %(status)s)"
     " AND (%(queue)s IS NULL OR queue = %(queue)s)"
@@ -61,7 +65,8 @@ FIND_BY_KEY = (
 FIND_BY_KEY_ONLY = (
     "SELECT j.id, j.queue, j.job_type, j.idempotency_key, j.status, j.priority, j.attempts,"
     " j.max_attempts, j.crashes, j.available_at, j.lease_until, j.locked_by, j.last_error,"
-    " j.created_at, j.updated_at, j.finished_at FROM (SELECT id FROM prefork_jobs"
+    " j.created_at, j.updated_at, j.finished_at, j.concurrency_key, j.limited,"
+    " j.cancel_requested_at FROM (SELECT id FROM prefork_jobs"
     " FORCE INDEX (ix_prefork_jobs_key) WHERE idempotency_key LIKE %(key_pattern)s ESCAPE '!'"
     " AND id < %(before)s AND id >= %(id_min)s ORDER BY id DESC LIMIT %(limit)s) AS page"
     " JOIN prefork_jobs AS j FORCE INDEX (PRIMARY) ON j.id = page.id ORDER BY j.id DESC")
@@ -69,7 +74,8 @@ FIND_BY_KEY_ONLY = (
 FIND_BY_ID = (
     "SELECT id, queue, job_type, idempotency_key, status, priority, attempts, max_attempts,"
     " crashes, available_at, lease_until, locked_by, last_error, created_at, updated_at,"
-    " finished_at FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " finished_at, concurrency_key, limited, cancel_requested_at"
+    " FROM prefork_jobs FORCE INDEX (PRIMARY)"
     " WHERE id = %(job_id)s AND id < %(before)s AND (%(status)s IS NULL OR status = %(status)s)"
     " AND (%(queue)s IS NULL OR queue = %(queue)s)"
     " AND (%(job_type)s IS NULL OR job_type = %(job_type)s)"
