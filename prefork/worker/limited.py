@@ -5,12 +5,13 @@ Store.claim_limited takes those whose group (type, concurrency key) has room.
 While jobs wait on a full limit, a claim finds nothing, so it must not be
 repeated in a loop. A worker with rules makes one only:
 
-- first, before the plain claim: once a job of its own with a concurrency limit
-  ran (its slot is free when it ends), once the parent poked it while it ran a
-  job (the parent found limited work and no waiting child), or once the
-  back-off of a rate-starved claim ran out: retry_after, the time until the
-  group's next token, doubled after each rate-starved claim in a row that got
-  nothing (another worker took the token), up to the poll interval;
+- first, before the plain claim: once a limited job of its own ran (its slot
+  is free when it ends; after a job with a rate alone, unless its group's next
+  token is known to come later), once the parent poked it while it ran a job
+  (the parent found limited work and no waiting child), or once the back-off
+  of a rate-starved claim ran out: retry_after, the time until the group's
+  next token, doubled after each rate-starved claim in a row that got nothing
+  (another worker took the token), up to the poll interval;
 - after a plain claim that found nothing: once woken by the parent (which looks
   for limited work once per poll and wakes one child for it), or at every poll
   of a worker nobody supervises (`prefork-queue work`, drain()).
@@ -46,15 +47,16 @@ class LimitedClaims:
         self.retry_at: Optional[float] = None   # monotonic: a rate-starved group's next token
         self.streak = 0                # limited jobs run in a row
         self.starved = 0               # rate-starved claims in a row that got nothing
-        self.attempts = 0              # limited claims made (tests bound them)
 
     def started(self, job: Job) -> None:
-        """A job starts: once it ends, a limited one has freed its group's slot."""
+        """A job starts: once it ends, a limited one has freed its group's slot, or
+        (a rate alone) more of its kind may start, unless the rate's next token is
+        known to come later (the back-off asks then)."""
         if not self.active:
             return
         rule = self.rules.get(job.type)
         if rule is not None:
-            self.first = self.first or rule.concurrency is not None
+            self.first = self.first or rule.concurrency is not None or self.retry_at is None
             self.streak += 1
         else:
             self.streak = 0
@@ -112,7 +114,6 @@ class LimitedClaims:
 
     def _claim(self) -> Optional[Job]:
         self.first = self.after_plain = False
-        self.attempts += 1
         worker = self.worker
         jobs, retry_after = worker.store.claim_limited(
             worker.config.queues, worker.identity, worker.config.lease_seconds,
