@@ -4,11 +4,11 @@ supervisor's look and of `status`. A part of MySQLStore; its statements are
 named in limit_queries.py.
 
 The limited claim of one queue (planner.py decides, this carries it out):
-(1) count the running limited jobs per group, without locking; (2) read up to
-READ_BOUND due limited jobs in claim order, leaving out the groups (1) found
-full, so that a busy group's backlog hides no other group's jobs, with their
-groups' buckets as they stand (when none of them has room, say their rates are
-spent, read once more without them); (3) make the rows of the groups that have none,
+(1) count the running limited jobs per group, without locking; (2) read a few
+due limited jobs in claim order, leaving out the groups (1) found full, so that
+a busy group's backlog hides no other group's jobs, with their groups' buckets
+as they stand (when none of them has room, say their rates are spent, read up
+to READ_BOUND more without them); (3) make the rows of the groups that have none,
 autocommitted; then in one transaction (4) lock the rows of the groups a plan
 on that snapshot would start jobs of, skipping those another claimer holds and
 trying the next groups instead; (5) count the running jobs again, under those
@@ -48,8 +48,11 @@ from .portable_queries import READ_BACK_IDS, RESERVE_IDS
 from .queries import COMMIT, START_TRANSACTION, placeholders, script
 from .session import MySQLSession, Row, micros
 
-READ_BOUND = 256       # due limited jobs a claim reads per queue: its candidates
-READ_ROUNDS = 2        # reads per queue when a whole read had no room
+# Due limited jobs a claim reads of a queue, its candidates: a few per job wanted
+# first (most claims find room there), and when none of those had room, this
+# many more of other groups.
+FIRST_READ_PER_JOB, FIRST_READ_LEAST = 4, 16
+READ_BOUND = 256
 LOCK_ROUNDS = 4        # tries to lock groups when other claimers hold the first ones
 FLAG_BATCH = 1000      # jobs (un)flagged per transaction when the rules change
 # Excludes nothing from READ_WAITING's NOT IN list (a job type is never empty).
@@ -163,9 +166,10 @@ class MySQLLimits(MySQLSession):
         passed_over = [group for group, count in running.items()
                        if count >= _concurrency(rules, group)]
         waits: list[float] = []
-        for _ in range(READ_ROUNDS):
+        first_read = min(READ_BOUND, max(FIRST_READ_LEAST, FIRST_READ_PER_JOB * limit))
+        for bound in (first_read, READ_BOUND):
             rows = self._all(READ_WAITING.format(groups=group_pairs(len(passed_over) or 1)),
-                             (queue, queue, *_flat(passed_over or [NO_GROUP]), READ_BOUND))
+                             (queue, queue, *_flat(passed_over or [NO_GROUP]), bound))
             if not rows:
                 break
             snapshot = Snapshot(rows)
@@ -174,7 +178,7 @@ class MySQLLimits(MySQLSession):
             waits += [] if foreseen.retry_after is None else [foreseen.retry_after]
             if foreseen.job_ids:
                 return snapshot, waits
-            if len(rows) < READ_BOUND:
+            if len(rows) < bound:
                 break
             # A whole read of groups without room (their rates spent, say) may hide
             # other groups' jobs behind it: read again without them.
