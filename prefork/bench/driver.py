@@ -7,6 +7,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from functools import partial
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..limits.rules import Rate, parse_rate
 from ..logs import error_class
 from ..progress import Progress
 from ..store import driver_errors
+from ..store.mysql.bench import ceiling_loop
 from .database import BenchDatabase
 from .jobs import DEFAULT_RATE, NOOP, PICKUP_FILE_ENV
 from .limits import LIMITED_TYPES, LimitPlan, LimitScenarios
@@ -86,7 +88,8 @@ class Bench:
         self.started = time.monotonic()
 
     def _progress_total(self):
-        per_count = self.plan.jobs * (2 if self.db.is_mysql else 1) + 2 * self.plan.pickups
+        # ours, and on MySQL the textbook baseline and the ceiling
+        per_count = self.plan.jobs * (3 if self.db.is_mysql else 1) + 2 * self.plan.pickups
         return (per_count * len(self.plan.workers)
                 + (self.limit_plan.total_jobs if self.plan.limits else 0)
                 + (self.plan.jobs if self.plan.done_rows else 0))
@@ -110,8 +113,9 @@ class Bench:
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
-        baseline = self.run_baseline(workers) if self.db.is_mysql else None
-        return make_row(workers, ours, baseline)
+        if not self.db.is_mysql:
+            return make_row(workers, ours, None, None)
+        return make_row(workers, ours, self.run_baseline(workers), self.run_ceiling(workers))
 
     def run_ours(self, workers, extras=True):
         """The real supervisor: throughput, then (extras) pickup latency and idle load."""
@@ -139,8 +143,16 @@ class Bench:
         return run
 
     def run_baseline(self, workers):
-        self._phase(f"{_workers(workers)}: baseline, {self.plan.jobs:,} jobs")
-        pool = BaselinePool(self.config, self.queue, workers)
+        return self.run_pool(workers, BaselinePool(self.config, self.queue, workers))
+
+    def run_ceiling(self, workers):
+        """The bare batched SQL loop, batches of the supervisor's claim_batch."""
+        loop = partial(ceiling_loop, batch=self.config.claim_batch)
+        return self.run_pool(workers, BaselinePool(self.config, self.queue, workers, loop,
+                                                   label="ceiling"))
+
+    def run_pool(self, workers, pool):
+        self._phase(f"{_workers(workers)}: {pool.label}, {self.plan.jobs:,} jobs")
         try:
             pool.start()
             pool.wait_ready()

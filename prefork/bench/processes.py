@@ -22,6 +22,9 @@ from ..errors import UserError
 from ..process_signals import block_stop_signals, die_with_parent, preexec_die_with_parent
 from ..store.mysql.bench import textbook_loop
 
+# A loop of the baseline's kind: (config, queue, should_stop=, on_ready=) -> jobs completed.
+Loop = Callable[..., int]
+
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 KILL_TIMEOUT = 10.0
@@ -225,10 +228,13 @@ def _ticked_cpu_seconds(pid: int) -> float:
 
 
 class BaselinePool:
-    """N forked processes running the textbook loop on the scratch queue."""
+    """N forked processes running the textbook loop (or another `loop`, e.g. the
+    ceiling's) on the scratch queue."""
 
-    def __init__(self, config: Config, queue: str, workers: int) -> None:
+    def __init__(self, config: Config, queue: str, workers: int, loop: Loop = textbook_loop,
+                 label: str = "baseline") -> None:
         self.config, self.queue, self.workers = config, queue, workers
+        self.loop, self.label = loop, label
         self.pids: List[int] = []
         self.ready_fd: Optional[int] = None
 
@@ -241,7 +247,8 @@ class BaselinePool:
             pid = os.fork()
             if pid == 0:
                 os.close(read_fd)
-                _baseline_child(self.config, self.queue, write_fd)   # never returns
+                _baseline_child(self.loop, self.label, self.config, self.queue,
+                                write_fd)   # never returns
             self.pids.append(pid)
         os.close(write_fd)
 
@@ -253,7 +260,7 @@ class BaselinePool:
         while ready < self.workers:
             self.check_alive()
             if time.monotonic() > deadline:
-                raise BenchError(f"the baseline's {self.workers} processes did not connect "
+                raise BenchError(f"the {self.label}'s {self.workers} processes did not connect "
                                  f"within {timeout:g}s")
             readable, _, _ = select.select([self.ready_fd], [], [], POLL)
             if readable:
@@ -271,7 +278,7 @@ class BaselinePool:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 self.pids.remove(pid)
-                raise BenchError(f"a baseline process died ({_describe(status)})")
+                raise BenchError(f"a {self.label} process died ({_describe(status)})")
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM (each finishes its job), wait; past the deadline SIGKILL."""
@@ -290,19 +297,18 @@ class BaselinePool:
             self.ready_fd = None
 
 
-def _baseline_child(config: Config, queue: str, ready_fd: int) -> None:
-    """A forked baseline process: the textbook loop until SIGTERM; never returns."""
+def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd: int) -> None:
+    """A forked baseline process: `loop` until SIGTERM; never returns."""
     code = 1
     try:
         stopping: List[int] = []
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the bench's to handle
         signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
         die_with_parent()
-        textbook_loop(config, queue, should_stop=lambda: bool(stopping),
-                      on_ready=lambda: _ready(ready_fd))
+        loop(config, queue, should_stop=lambda: bool(stopping), on_ready=lambda: _ready(ready_fd))
         code = 0
     except BaseException as exc:   # never fall back into the bench's code
-        os.write(2, f"baseline process: {type(exc).__name__}\n".encode())
+        os.write(2, f"{label} process: {type(exc).__name__}\n".encode())
     finally:
         os._exit(code)
 

@@ -6,6 +6,7 @@ from .measure import percentile
 
 # The figures of a row, for --json and for the test that checks them all.
 ROW_KEYS = ("workers", "enqueue_per_s", "ours_jobs_per_s", "baseline_jobs_per_s", "ratio",
+            "ceiling_jobs_per_s", "ceiling_ratio",
             "pickup_p50_ms", "pickup_p99_ms", "polled_pickup_p50_ms", "polled_pickup_p99_ms",
             "stmts_per_job", "commits_per_job",
             "idle_stmts_per_s", "cpu_ms_per_job", "baseline_cpu_ms_per_job",
@@ -33,6 +34,8 @@ COLUMNS = (
     ("ours jobs/s", _number("ours_jobs_per_s", "{:,.0f}")),
     ("baseline jobs/s", _number("baseline_jobs_per_s", "{:,.0f}")),
     ("ratio", _number("ratio", "{:.2f}x")),
+    ("ceiling jobs/s", _number("ceiling_jobs_per_s", "{:,.0f}")),
+    ("of ceiling", _number("ceiling_ratio", "{:.2f}x")),
     ("pickup p50 ms", _number("pickup_p50_ms", "{:.1f}")),
     ("p99 ms", _number("pickup_p99_ms", "{:.1f}")),
     ("polled p50/p99 ms", _pair("polled_pickup_p50_ms", "polled_pickup_p99_ms")),
@@ -45,7 +48,8 @@ COLUMNS = (
     ("parent RSS MiB", _number("parent_rss_mib", "{:.1f}")),
     ("child RSS/USS MiB", _pair("child_rss_mib", "child_uss_mib")),
 )
-MYSQL_ONLY = ("baseline_jobs_per_s", "ratio", "stmts_per_job", "commits_per_job",
+MYSQL_ONLY = ("baseline_jobs_per_s", "ratio", "ceiling_jobs_per_s", "ceiling_ratio",
+              "stmts_per_job", "commits_per_job",
               "idle_stmts_per_s", "baseline_cpu_ms_per_job", "server_cpu_ms_per_job",
               "baseline_server_cpu_ms_per_job")
 
@@ -68,16 +72,21 @@ MYSQL_NOTES = (
     "stmts/job (Questions) and commits/job (Com_commit: explicit COMMITs; an autocommit "
     "write commits too but is not counted) are server-wide deltas during ours' throughput "
     "run, the bench's own statements taken out; idle stmts/s likewise, with the queue empty.",
+    "ceiling: the bare batched SQL loop in N processes, no supervisor: each transaction "
+    "completes the batch it ran and claims the next claim_batch jobs (plain statements, "
+    "10 ms polls when idle); of ceiling: ours / ceiling jobs/s.",
 )
 
 BUSY_SERVER = 1.0           # stmts/s of other clients worth a warning
 FOOTER_WIDTH = 100
 
 
-def make_row(workers, ours, baseline):
-    """One row: `ours` is an OursRun, `baseline` a Throughput or None (SQLite)."""
+def make_row(workers, ours, baseline, ceiling):
+    """One row: `ours` is an OursRun, `baseline` and `ceiling` Throughputs or None
+    (SQLite)."""
     row = {"workers": workers}
     row.update(_speed(ours.throughput, baseline))
+    row.update(_ceiling(ours.throughput, ceiling))
     row.update(_pickups(ours))
     row.update(_database_load(ours, baseline))
     row.update(_resources(ours, baseline))
@@ -90,6 +99,18 @@ def _speed(ours, baseline):
             "baseline_jobs_per_s": baseline.jobs_per_s if baseline else None,
             "ratio": ours.jobs_per_s / baseline.jobs_per_s if baseline else None,
             "baseline_enqueue_per_s": baseline.enqueue_per_s if baseline else None}
+
+
+def _ceiling(ours, ceiling):
+    if ceiling is None:
+        return {"ceiling_jobs_per_s": None, "ceiling_ratio": None,
+                "ceiling_stmts_per_job": None, "ceiling_cpu_ms_per_job": None,
+                "ceiling_server_cpu_ms_per_job": None}
+    return {"ceiling_jobs_per_s": ceiling.jobs_per_s,
+            "ceiling_ratio": ours.jobs_per_s / ceiling.jobs_per_s,
+            "ceiling_stmts_per_job": ceiling.per_job("Questions"),
+            "ceiling_cpu_ms_per_job": ceiling.cpu_ms_per_job.get("children"),
+            "ceiling_server_cpu_ms_per_job": ceiling.cpu_ms_per_job.get("server")}
 
 
 def _pickups(ours):

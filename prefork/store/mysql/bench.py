@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 import pymysql
 
 from ...config import Config
+from .queries import placeholders
 from .session import DEADLOCK_CODES, error_code, micros
 from .store import MySQLStore
 
@@ -36,6 +37,29 @@ TEXTBOOK_COMPLETE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL, lease_until = NULL,"
     " finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+
+# The ceiling: what the store itself does with no supervisor, one process per
+# worker, each transaction completing the batch it ran and claiming the next:
+# BEGIN; CEILING_COMPLETE (the ids held, their token); CEILING_CLAIM_SELECT
+# (queue, batch size); CEILING_RESERVE (token, lease, worker, the ids); COMMIT.
+# Plain statements, one round trip each, the same index and fences as ours.
+CEILING_CLAIM_SELECT = (
+    "SELECT id, payload FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0"
+    " AND available_at <= UTC_TIMESTAMP(6)"
+    " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
+
+# One token for the whole batch ({ids}: a placeholder per id): the ceiling's
+# jobs are its own, nobody else completes them.
+CEILING_RESERVE = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'reserved', attempts = attempts + 1,"
+    " lease_token = %s, lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
+    " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids})")
+
+CEILING_COMPLETE = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_token = NULL,"
+    " lease_until = NULL, finished_at = UTC_TIMESTAMP(6), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id IN ({ids}) AND status = 'reserved' AND lease_token = %s")
 
 # Jobs of a queue not yet finished, read from the claim index (it shrinks as they finish).
 BENCH_UNFINISHED = (
@@ -86,6 +110,9 @@ BENCH_DOUBLE_DONE = (
     " WHERE queue = %s AND status = 'done' LIMIT %s")
 
 TEXTBOOK_IDLE_SLEEP = 0.25      # seconds between polls of an empty queue
+# The ceiling polls an empty queue often: it stands for the best the store can do,
+# so it must not lose a poll's wait at the start of a run.
+CEILING_IDLE_SLEEP = 0.01
 TEXTBOOK_LEASE_SECONDS = 60.0
 BENCH_DELETE_CHUNK = 10_000
 
@@ -149,6 +176,69 @@ def _textbook_complete(conn: pymysql.connections.Connection, job_id: int, token:
         done = cursor.execute(TEXTBOOK_COMPLETE, (job_id, token))
     conn.commit()
     return done
+
+
+def ceiling_loop(config: Config, queue: str, batch: int, stop_when_empty: bool = False,
+                 should_stop: Callable[[], bool] | None = None,
+                 on_ready: Callable[[], None] | None = None) -> int:
+    """The ceiling of `prefork-queue bench`: claim up to `batch` jobs per
+    transaction, run their no-ops (decode each payload), complete them in the
+    transaction that claims the next batch. Opens its own connection (call it
+    after a fork). Returns how many jobs it completed."""
+    store = MySQLStore(config)
+    worker = f"{os.uname().nodename}:{os.getpid()}"
+    should_stop = should_stop or (lambda: False)
+    if on_ready:
+        on_ready()
+    held: tuple[list[int], str] = ([], "")
+    completed = 0
+    try:
+        while not should_stop():
+            done, claimed = _ceiling_step(store.conn, queue, worker, batch, held)
+            completed += done
+            if claimed is None:   # a deadlock: what was held is held still
+                continue
+            for payload in claimed[2]:
+                json.loads(payload)
+            held = (claimed[0], claimed[1])
+            if not held[0]:
+                if stop_when_empty:
+                    break
+                time.sleep(CEILING_IDLE_SLEEP)
+        completed += _ceiling_step(store.conn, queue, worker, 0, held)[0]
+    finally:
+        store.close()
+    return completed
+
+
+def _ceiling_step(conn: pymysql.connections.Connection, queue: str, worker: str, batch: int,
+                  held: tuple[list[int], str]
+                  ) -> tuple[int, tuple[list[int], str, list[str]] | None]:
+    """One transaction: complete the `held` (ids, token), claim up to `batch` more.
+    Returns (jobs completed, (ids, token, payloads) claimed), or (0, None) after a
+    deadlock (rolled back)."""
+    ids, token = held
+    new_token = secrets.token_hex(16)
+    try:
+        conn.begin()
+        with conn.cursor() as cursor:
+            done = cursor.execute(CEILING_COMPLETE.format(ids=placeholders(len(ids))),
+                                  (*ids, token)) if ids else 0
+            rows: list[tuple[int, str]] = []
+            if batch:
+                cursor.execute(CEILING_CLAIM_SELECT, (queue, batch))
+                rows = list(cursor.fetchall())
+            if rows:
+                cursor.execute(CEILING_RESERVE.format(ids=placeholders(len(rows))),
+                               (new_token, micros(TEXTBOOK_LEASE_SECONDS), worker,
+                                *(row[0] for row in rows)))
+        conn.commit()
+    except pymysql.err.OperationalError as exc:
+        conn.rollback()
+        if error_code(exc) not in DEADLOCK_CODES:
+            raise
+        return 0, None
+    return done, ([row[0] for row in rows], new_token, [row[1] for row in rows])
 
 
 def bench_unfinished(store: MySQLStore, queue: str) -> int:
