@@ -10,9 +10,11 @@ a busy group's backlog hides no other group's jobs, with their groups' buckets
 as they stand (when none of them has room, say their rates are spent, read up
 to READ_BOUND more without them); (3) make the rows of the groups that have none,
 autocommitted; then in one transaction (4) lock the rows of the groups a plan
-on that snapshot would start jobs of, skipping those another claimer holds and
-trying the next groups instead; (5) count the running jobs again, under those
-locks: the truth; (6) plan with the locked groups and the server's clock; (7)
+on that snapshot would start jobs of, and of a few next ones (claimers that read
+the same jobs then spread over the groups instead of all trying the first),
+skipping those another claimer holds; (5) count the running jobs again, under
+those locks: the truth (when that leaves too little room, lock the next groups,
+a few times); (6) plan with the locked groups and the server's clock; (7)
 lock the chosen jobs by primary key, still ready, reserve them as the plain
 claim does, write the buckets that paid for them, commit.
 """
@@ -54,6 +56,7 @@ from .session import MySQLSession, Row, micros
 FIRST_READ_PER_JOB, FIRST_READ_LEAST = 4, 16
 READ_BOUND = 256
 LOCK_ROUNDS = 4        # tries to lock groups when other claimers hold the first ones
+LOCK_SPARE = 4         # groups locked beyond those planned: the next ones, should those fail
 FLAG_BATCH = 1000      # jobs (un)flagged per transaction when the rules change
 # Excludes nothing from READ_WAITING's NOT IN list (a job type is never empty).
 NO_GROUP = Group("", "")
@@ -199,8 +202,7 @@ class MySQLLimits(MySQLSession):
         """Steps 4-7: one transaction."""
         self.conn.begin()
         try:
-            locked, now = self._lock_groups(snapshot, running, rules, limit)
-            running = self._running()   # under the locks: the truth
+            locked, running, now = self._lock_groups(snapshot, running, rules, limit)
             chosen = plan(snapshot.waiting, rules, locked, running, now, limit)
             if not chosen.job_ids:
                 self.conn.commit()
@@ -219,19 +221,21 @@ class MySQLLimits(MySQLSession):
         return [claimed_job(row[:-1], row[-1], self) for row in rows], chosen.retry_after
 
     def _lock_groups(self, snapshot: Snapshot, running: Mapping[Group, int],
-                     rules: Mapping[str, LimitRule],
-                     limit: int) -> tuple[dict[Group, Bucket], datetime]:
-        """Lock the rows of the groups a plan on the snapshot starts jobs of; when
-        another claimer holds some, plan again without them: (the locked groups'
-        buckets, the server's clock)."""
+                     rules: Mapping[str, LimitRule], limit: int
+                     ) -> tuple[dict[Group, Bucket], Mapping[Group, int], datetime]:
+        """Lock the rows of the groups a plan on the snapshot starts jobs of, and count
+        the running jobs again under those locks: the truth. When another claimer
+        holds some of them, or the count leaves some without room (a claimer that
+        just committed filled them), plan again with the next groups, a few times:
+        (the locked groups' buckets, the running jobs counted, the server's clock)."""
         locked: dict[Group, Bucket] = {}
         held_elsewhere: set[Group] = set()
         now = snapshot.now
         for _ in range(LOCK_ROUNDS):
             open_groups = {group: bucket for group, bucket in snapshot.buckets.items()
                            if group not in held_elsewhere}
-            tentative = plan(snapshot.waiting, rules, {**open_groups, **locked}, running,
-                             snapshot.now, limit)
+            tentative = plan(snapshot.waiting, rules, {**open_groups, **locked}, running, now,
+                             limit + LOCK_SPARE)
             wanted = sorted(_groups_of(tentative, snapshot.waiting) - set(locked))
             if not wanted:
                 break
@@ -241,11 +245,12 @@ class MySQLLimits(MySQLSession):
                 for job_type, key, tokens, refilled_at, clock in cursor.fetchall():
                     locked[Group(job_type, key)] = Bucket(float(tokens), refilled_at)
                     now = clock
-            skipped = set(wanted) - set(locked)
-            if not skipped:
+            held_elsewhere |= set(wanted) - set(locked)
+            running = self._running()
+            starting = plan(snapshot.waiting, rules, locked, running, now, limit)
+            if len(starting.job_ids) >= min(limit, len(tentative.job_ids)):
                 break
-            held_elsewhere |= skipped
-        return locked, now
+        return locked, running, now
 
     def _reserve_started(self, started: Plan, claimant: Claimant) -> list[Row]:
         """Reserve the started jobs as the plain claim does, write the buckets that
