@@ -9,7 +9,7 @@ from .. import enqueue as enqueue_as_application
 from ..store import open_store
 
 # Counters that have a per-connection value, so the bench can take its own out.
-OWN_COUNTERS = ("Questions", "Com_commit", "Handler_commit")
+OWN_COUNTERS = ("Questions", "Com_commit", "Handler_commit", "Handler_read_next")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -38,6 +38,14 @@ class BenchDatabase:
 
     def unfinished(self, queue):
         return self.sql.bench_unfinished(self.store, queue)
+
+    def unfinished_due(self, queue, priority):
+        """Unfinished jobs of `queue` at `priority`, the delayed ones not yet due left out."""
+        return self.sql.bench_unfinished_due(self.store, queue, priority)
+
+    def bare_insert(self, jobs, delay_seconds=0.0):
+        """Insert `jobs` with a bare multi-row INSERT (MySQL only), due after `delay_seconds`."""
+        return self.sql.bench_bare_insert(self.store, jobs, delay_seconds)
 
     def delete_queue(self, queue):
         return self.sql.bench_delete_queue(self.store, queue)

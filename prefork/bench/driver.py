@@ -35,6 +35,8 @@ from .measure import (
 )
 from .processes import BaselinePool, bench_supervisor, supervisor_env
 from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
+from .scale import ScalePlan, ScaleScenarios, scale_queues
+from .scale_report import with_targets
 
 RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell
 LABEL_WIDTH = 26
@@ -51,6 +53,9 @@ class Plan:
     limits: bool = False            # also the limit scenarios (limits.py)
     rate: Rate = parse_rate(DEFAULT_RATE)
     rate_seconds: float = 10.0
+    scale: bool = False             # also the scale scenarios (scale.py), MySQL only
+    slow_jobs: int = 0              # their sizes (the CLI's --slow-jobs and --delayed)
+    delayed: int = 0
 
 
 @dataclass
@@ -67,9 +72,10 @@ class Bench:
     def __init__(self, plan, config):
         self.plan, self.config = plan, config
         self.db = BenchDatabase(config)
-        if plan.done_rows and not self.db.is_mysql:
-            self.db.close()
-            raise UserError("--done-rows is MySQL-only")
+        for flag, wanted in (("--done-rows", plan.done_rows), ("--scale", plan.scale)):
+            if wanted and not self.db.is_mysql:
+                self.db.close()
+                raise UserError(f"{flag} is MySQL-only")
         self.server = self.db.server_process()
         self.queue = f"bench-{secrets.token_hex(4)}"
         self.done_queue = f"{self.queue}-done"
@@ -84,6 +90,8 @@ class Bench:
         self.batch = noop_batch(plan.jobs, plan.payload_bytes, self.queue, config.max_payload_bytes)
         self.limit_plan = LimitPlan(max(plan.workers), plan.jobs, plan.payload_bytes,
                                     config.max_payload_bytes, plan.rate, plan.rate_seconds)
+        self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
+                                    config.max_payload_bytes)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
         self.started = time.monotonic()
 
@@ -92,6 +100,7 @@ class Bench:
         per_count = self.plan.jobs * (3 if self.db.is_mysql else 1) + 2 * self.plan.pickups
         return (per_count * len(self.plan.workers)
                 + (self.limit_plan.total_jobs if self.plan.limits else 0)
+                + (self.scale_plan.total_jobs if self.plan.scale else 0)
                 + (self.plan.jobs if self.plan.done_rows else 0))
 
     def _phase(self, text):
@@ -107,9 +116,10 @@ class Bench:
     def run(self):
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
         limits = self.limit_scenarios() if self.plan.limits else None
+        scale = self.scale_scenarios() if self.plan.scale else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
-        return self.report(rows, limits, done_rows)
+        return self.report(rows, limits, scale, done_rows)
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -168,6 +178,12 @@ class Bench:
         return LimitScenarios(self.limit_plan, self.db, self.env, self.tmp, self.queue,
                               self.server, self.progress, self._phase).run()
 
+    def scale_scenarios(self):
+        """--scale: a row per scenario, before any big table."""
+        return with_targets(ScaleScenarios(self.scale_plan, self.db, self.env, self.tmp,
+                                           self.queue, self.server, self.progress,
+                                           self._phase).run())
+
     def big_table_run(self, rows):
         """--done-rows: fill the table, rerun the largest worker count's throughput."""
         workers = max(self.plan.workers)
@@ -183,17 +199,21 @@ class Bench:
                 "empty_jobs_per_s": empty, "ratio": ours / empty,
                 "settled_seconds": None if settled is None else round(settled, 1)}
 
-    def report(self, rows, limits, done_rows):
+    def report(self, rows, limits, scale, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"
         return {"backend": backend, "dialect": self.db.dialect, "queue": self.queue,
                 "jobs": self.plan.jobs,
                 "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
-                "columns": list(ROW_KEYS), "rows": rows, "limits": limits,
+                "columns": list(ROW_KEYS), "rows": rows, "limits": limits, "scale": scale,
                 "done_rows": done_rows,
                 "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),
                 "notes": list(NOTES + (MYSQL_NOTES if self.db.is_mysql else ()))}
 
     # -- cleaning up ----------------------------------------------------------------
+
+    def scratch_queues(self):
+        return [self.queue, self.done_queue] + (scale_queues(self.queue) if self.plan.scale
+                                                else [])
 
     def clean_up(self):
         """Delete the scratch rows on a fresh connection (the bench's own may have been
@@ -205,7 +225,7 @@ class Bench:
         try:
             db = BenchDatabase(self.config, check_schema=False)
             try:
-                for queue in (self.queue, self.done_queue):
+                for queue in self.scratch_queues():
                     db.delete_queue(queue)
                 if self.plan.limits:   # the limit scenarios' rules and groups
                     db.delete_limits(LIMITED_TYPES, self.queue)

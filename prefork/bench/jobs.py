@@ -1,6 +1,7 @@
 """The handlers `prefork-queue bench` runs in the real supervisor (--app prefork.bench.jobs).
 
 - `bench.noop` does nothing: what is measured is the queue, not the work.
+- `bench.sleep` sleeps the payload's "seconds": the slow-jobs scenario of --scale.
 - `bench.pickup` measures pickup latency: its payload carries the wall-clock time
   (time.time()) at which the bench enqueued it; the handler appends the
   milliseconds from then to now, one number a line, to the file named by
@@ -18,6 +19,7 @@ import prefork
 
 NOOP = "bench.noop"
 PICKUP = "bench.pickup"
+SLEEP = "bench.sleep"
 PICKUP_FILE_ENV = "PREFORK_BENCH_PICKUP_FILE"
 
 LIMITS_APP = "prefork.bench.limited_jobs"
@@ -32,6 +34,11 @@ STARTS_FILE_ENV = "PREFORK_BENCH_STARTS_FILE"
 @prefork.handler(NOOP)
 def noop(job):
     pass
+
+
+@prefork.handler(SLEEP)
+def sleep(job):
+    time.sleep(float(job.payload["seconds"]))
 
 
 @prefork.handler(PICKUP)

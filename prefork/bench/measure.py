@@ -80,17 +80,19 @@ def finish_deadline(jobs, expected_seconds=0.0):
     return time.monotonic() + expected_seconds + 60.0 + jobs / 20.0
 
 
-def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0):
+def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0,
+                       unfinished=None):
     """Enqueue `batch` in one transaction, then count until none of it is unfinished.
     watch() runs at every count (it checks the processes, samples memory);
     watch.cpu_seconds() is the CPU time of the processes working the queue.
-    expected_seconds: how long a rate limit makes the batch take, at least."""
+    expected_seconds: how long a rate limit makes the batch take, at least.
+    unfinished: how the count is taken (default: db.unfinished(queue))."""
     before, cpu_before = db.counters(), watch.cpu_seconds()
     started = time.monotonic()
     db.enqueue_many(batch)
     committed, committed_at = time.monotonic(), time.time()
     wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL,
-                  finish_deadline(len(batch), expected_seconds))
+                  finish_deadline(len(batch), expected_seconds), unfinished)
     finished = time.monotonic()
     cpu = _deltas(cpu_before, watch.cpu_seconds())   # "server" only when both had it
     return Throughput(jobs=len(batch), enqueue_per_s=len(batch) / (committed - started),
@@ -101,10 +103,11 @@ def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0):
                       committed_at=committed_at)
 
 
-def wait_finished(db, queue, total, watch, progress, interval, deadline):
+def wait_finished(db, queue, total, watch, progress, interval, deadline, count=None):
+    count = count or (lambda: db.unfinished(queue))
     done = 0
     while True:
-        unfinished = db.unfinished(queue)
+        unfinished = count()
         progress.advance(total - unfinished - done)
         done = total - unfinished
         if not unfinished:
@@ -165,6 +168,25 @@ def measure_idle_load(db, watch):
         return None
     _sleep_watching(IDLE_SETTLE, watch)
     return statements_per_second(db, IDLE_WINDOW, watch)
+
+
+def measure_idle_rates(db, watch):
+    """With the queue empty (after IDLE_SETTLE): per second, the statements and the
+    index entries read in order (Handler_read_next) of the rest of the server, and
+    the server's CPU ms (None when not on this host). None on SQLite."""
+    if not db.is_mysql:
+        return None
+    _sleep_watching(IDLE_SETTLE, watch)
+    before, cpu_before, started = db.counters(), watch.cpu_seconds(), time.monotonic()
+    _sleep_watching(IDLE_WINDOW, watch)
+    after, cpu_after = db.counters(), watch.cpu_seconds()
+    seconds = time.monotonic() - started
+    server = ("server" in cpu_before and "server" in cpu_after)
+    return {"stmts_per_s": (after["Questions"] - before["Questions"]) / seconds,
+            "rows_read_per_s": (after["Handler_read_next"] - before["Handler_read_next"])
+            / seconds,
+            "server_cpu_ms_per_s": 1000 * (cpu_after["server"] - cpu_before["server"]) / seconds
+            if server else None}
 
 
 def wait_settled(server, watch):

@@ -188,12 +188,14 @@ class SupervisorProcess:
 
 
 def bench_supervisor(workers: int, queue: str, env: Mapping[str, str],
-                     log_path: Path, app: str = "prefork.bench.jobs") -> SupervisorProcess:
-    """The supervisor the bench measures: `workers` children on the scratch queue,
-    running the bench's handlers (`app`), logging warnings only."""
+                     log_path: Path, app: str = "prefork.bench.jobs",
+                     extra_args: Sequence[str] = ()) -> SupervisorProcess:
+    """The supervisor the bench measures: `workers` children on the scratch queue
+    (or queues, comma-separated), running the bench's handlers (`app`), logging
+    warnings only; `extra_args`: more flags of `prefork-queue run`."""
     return SupervisorProcess(["--app", app, "--queues", queue,
                               "--workers", str(workers), "--log-level", "warning",
-                              "--log-format", "json"], env, log_path,
+                              "--log-format", "json", *extra_args], env, log_path,
                              label=f"the supervisor ({workers} workers)")
 
 

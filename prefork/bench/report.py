@@ -3,6 +3,7 @@ import json
 import textwrap
 
 from .measure import percentile
+from .scale_report import scale_lines
 
 # The figures of a row, for --json and for the test that checks them all.
 ROW_KEYS = ("workers", "enqueue_per_s", "ours_jobs_per_s", "baseline_jobs_per_s", "ratio",
@@ -161,7 +162,8 @@ def render_table(report):
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths))
              for line in cells]
-    return "\n".join(lines + [""] + _limit_lines(report.get("limits")) + _footer(report))
+    return "\n".join(lines + [""] + _limit_lines(report.get("limits"))
+                     + scale_lines(report.get("scale")) + _footer(report))
 
 
 def _limit_lines(limits):

@@ -6,6 +6,11 @@ from ..errors import UserError
 from ..limits.rules import Rate, parse_rate
 from .parser import command, whole_number
 
+# The sizes of two --scale scenarios (a small default for --delayed: 100,000 rows
+# take a while to insert and delete on a CI server).
+DEFAULT_SLOW_JOBS = 1000
+DEFAULT_DELAYED = 10_000
+
 
 def _worker_counts(text: str) -> list[int]:
     """--workers 1,2,4,8: whole numbers from 1, in the order given."""
@@ -59,6 +64,17 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rate-seconds", type=_seconds, default=10.0, metavar="S",
                        help="How long the rate scenario's backlog lasts at --rate "
                             "(default 10): RATE x S jobs.")
+    group.add_argument("--scale", action="store_true",
+                       help="Also run the scale scenarios (MySQL only): 20 queues, 32 workers "
+                            "against 8, 4 supervisors against 1, slow jobs, fork per job, "
+                            "delayed jobs in the worked queue, bulk enqueue against a bare "
+                            "multi-row INSERT.")
+    group.add_argument("--slow-jobs", type=whole_number, default=DEFAULT_SLOW_JOBS, metavar="N",
+                       help="Jobs of the slow-jobs and fork-per-job scenarios of --scale "
+                            f"(default {DEFAULT_SLOW_JOBS}).")
+    group.add_argument("--delayed", type=whole_number, default=DEFAULT_DELAYED, metavar="N",
+                       help="Delayed jobs in the worked queue in the delayed scenario of "
+                            f"--scale (default {DEFAULT_DELAYED:,}; the issue's figure: 100000).")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -78,5 +94,6 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
     from ..bench import Plan, run_bench
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
-                limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds)
+                limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
+                scale=args.scale, slow_jobs=args.slow_jobs, delayed=args.delayed)
     return run_bench(plan, config)

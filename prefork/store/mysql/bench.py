@@ -7,11 +7,13 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 
 import pymysql
 
 from ...config import Config
+from ...jobs import NewJob, utc_now
 from .queries import placeholders
 from .session import DEADLOCK_CODES, error_code, micros
 from .store import MySQLStore
@@ -66,6 +68,21 @@ BENCH_UNFINISHED = (
     "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
     " WHERE status IN ('ready', 'reserved') AND queue = %s")
 
+# The jobs of a queue not yet finished whose time has come (queue, priority): with
+# one priority the claim index reads available_at as a range, so the count never
+# walks the delayed jobs of the delayed scenario (all at that priority, due later).
+BENCH_UNFINISHED_DUE = (
+    "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status IN ('ready', 'reserved') AND queue = %s AND limited = 0 AND priority = %s"
+    " AND available_at <= UTC_TIMESTAMP(6)")
+
+# The bare multi-row INSERT of the bulk-enqueue scenario (and of the delayed
+# scenario's backlog): VALUES of bare placeholders, so PyMySQL's executemany sends
+# as many rows per statement as fit its max_stmt_length; times computed here.
+BENCH_BARE_INSERT = (
+    "INSERT INTO prefork_jobs (queue, job_type, payload, priority, max_attempts, available_at,"
+    " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
+
 # Scratch rows go in chunks, so no statement holds a million row locks.
 BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
 
@@ -93,9 +110,11 @@ BENCH_DELETE_LIMIT_GROUPS = ("DELETE FROM prefork_limit_groups"
 
 # Server counters, server-wide and of this connection alone (to subtract the
 # bench's own), of the names BENCH_COUNTER_NAMES (the parameters).
-BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes")
-BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)"
-BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS WHERE Variable_name IN (%s, %s, %s, %s)"
+# Handler_read_next: index entries read in order (a range scan's rows).
+BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes",
+                       "Handler_read_next")
+BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s)"
+BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s)"
 
 # A big table of finished jobs, made fast: one done row, then copies of itself.
 BENCH_SEED_DONE = (
@@ -254,6 +273,22 @@ def bench_delete_queue(store: MySQLStore, queue: str) -> int:
         deleted += count
         if count < BENCH_DELETE_CHUNK:
             return deleted
+
+
+def bench_unfinished_due(store: MySQLStore, queue: str, priority: int) -> int:
+    """How many jobs of `queue` at `priority` are ready and due, or reserved."""
+    return int(store._one(BENCH_UNFINISHED_DUE, (queue, priority))[0])
+
+
+def bench_bare_insert(store: MySQLStore, jobs: Sequence[NewJob], delay_seconds: float) -> int:
+    """Insert `jobs` (no key, no concurrency key) with the bare multi-row INSERT in
+    one transaction, due `delay_seconds` from now; returns how many."""
+    now = utc_now()
+    due = now + timedelta(seconds=delay_seconds)
+    rows = [(job.queue, job.type, job.payload_text, job.priority, job.max_attempts, due, now,
+             now) for job in jobs]
+    with store._transaction() as cursor:
+        return int(cursor.executemany(BENCH_BARE_INSERT, rows) or 0)
 
 
 def bench_most_reserved_per_group(store: MySQLStore, queue: str) -> int:

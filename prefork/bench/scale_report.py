@@ -1,0 +1,75 @@
+"""The scale scenarios' section of the bench's report (--scale): a line per scenario,
+what it measured against what, and the target issue 17 sets for it."""
+import textwrap
+from typing import Any, Dict, List, Optional
+
+from .scale import (
+    BASE_WORKERS,
+    MANY_WORKERS,
+    QUEUES,
+    SLOW_SECONDS,
+    SUPERVISORS,
+    WORKERS_EACH,
+)
+
+# The figures every scenario's row has (None where a scenario has no such figure).
+SCALE_KEYS = ("scenario", "workers", "jobs", "jobs_per_s", "reference_jobs_per_s", "ratio",
+              "stmts_per_job", "target")
+
+# scenario: (what was measured, what the reference is, the target)
+SCENARIOS = {
+    "many_queues": (f"{BASE_WORKERS} workers listing {QUEUES} queues, the jobs in the last",
+                    "the jobs in the first", ">= 0.9x"),
+    "many_workers": (f"{MANY_WORKERS} workers", f"{BASE_WORKERS} workers", ">= 0.8x"),
+    "many_supervisors": (f"{SUPERVISORS} supervisors x {WORKERS_EACH} workers",
+                         f"1 x {SUPERVISORS * WORKERS_EACH}", ">= 0.9x"),
+    "slow_jobs": (f"jobs of {SLOW_SECONDS * 1000:g} ms, {BASE_WORKERS} workers",
+                  "the ideal, workers / duration", ">= 0.95x"),
+    "fork_per_job": (f"--max-items 1, {BASE_WORKERS} workers", None,
+                     ">= 240 jobs/s (5x the issue's 48)"),
+    "delayed": ("{delayed:,} delayed jobs (due in an hour) in the worked queue",
+                "none", ">= 0.9x, idle load unchanged"),
+    "bulk_enqueue": ("Store.enqueue_many", "a bare multi-row INSERT of the same rows",
+                     ">= 20,000 jobs/s and >= 0.5x"),
+}
+FOOTER_WIDTH = 100
+
+
+def with_targets(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows, each with its scenario's target (text) for --json."""
+    return [{**row, "target": SCENARIOS[row["scenario"]][2]} for row in rows]
+
+
+def scale_lines(rows: Optional[List[Dict[str, Any]]]) -> List[str]:
+    """The section (after the table), wrapped; none without --scale."""
+    if rows is None:
+        return []
+    lines = [_line(row) for row in rows]
+    return (["scale (--scale), each against its reference in the same run:"]
+            + [textwrap.fill(line, FOOTER_WIDTH, initial_indent="- ", subsequent_indent="  ")
+               for line in lines] + [""])
+
+
+def _line(row: Dict[str, Any]) -> str:
+    measured, reference, target = SCENARIOS[row["scenario"]]
+    text = (f"{row['scenario'].replace('_', ' ')}: {measured.format(**row)}, "
+            f"{row['jobs']:,} jobs: {row['jobs_per_s']:,.0f} jobs/s")
+    if reference is not None:
+        text += (f" = {row['ratio']:.2f}x {reference} ({row['reference_jobs_per_s']:,.0f} "
+                 f"jobs/s)")
+    if row.get("stmts_per_job") is not None:
+        text += f"; {row['stmts_per_job']:.2f} stmts/job"
+    if "idle_stmts_per_s" in row:
+        text += "; idle: " + _idle(row, "") + " against " + _idle(row, "reference_")
+    return text + f". Target {target}."
+
+
+def _idle(row: Dict[str, Any], prefix: str) -> str:
+    """"4.0 stmts/s, 12 index rows read/s, 3.1 server CPU ms/s"."""
+    parts: List[str] = []
+    for name, unit, fmt in (("stmts_per_s", "stmts/s", "{:,.1f}"),
+                            ("rows_read_per_s", "index rows read/s", "{:,.0f}"),
+                            ("server_cpu_ms_per_s", "server CPU ms/s", "{:,.1f}")):
+        value = row.get(f"{prefix}idle_{name}")
+        parts.append("-" if value is None else f"{fmt.format(value)} {unit}")
+    return ", ".join(parts)
