@@ -1,7 +1,7 @@
 """Chaos soak with a ledger: the real supervisor under SIGKILLs, SIGHUPs, a frozen
 child, a database restart and a network partition, then an audit of every job.
 
-Three scenarios, all on real processes and a real MariaDB/MySQL server:
+Four scenarios, all on real processes and a real MariaDB/MySQL server:
 
 1. chaos (one supervisor): N `chaos.ledger` jobs (tests/apps/chaos_app.py: one
    execution-log line per run, then one ledger row per idempotency key written
@@ -23,6 +23,10 @@ Three scenarios, all on real processes and a real MariaDB/MySQL server:
 3. stall (two supervisors, one job): B's child is writing a slow effect inside
    job.transaction() when B's link stalls (no reset: what a vanished host looks
    like to the server). Once the job's lease has expired, A must get it back.
+4. limits (tests/limits_chaos.py): jobs of a type limited per concurrency key
+   while children and then the supervisor are SIGKILLed holding them: every job
+   done, no key ever over its limit (from the execution log's start and end
+   times), no slot left taken (the replacement supervisor finishes the rest).
 
 Run it (from the repository root, after `python3 -m pip install -e '.[test]'`):
 
@@ -970,7 +974,7 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Chaos soak of the prefork-queue supervisor, with a ledger audit.",
         epilog="See the module docstring of tests/chaos.py for what each scenario does.")
-    parser.add_argument("--scenario", choices=("all", "chaos", "partition", "stall"),
+    parser.add_argument("--scenario", choices=("all", "chaos", "partition", "stall", "limits"),
                         default="all")
     parser.add_argument("--full", action="store_true",
                         help="full size: 20,000 jobs, 240 s of chaos, a bigger partition run")
@@ -1035,6 +1039,10 @@ def main(argv=None):
         runs.append(("partition", run_partition, partition_settings))
     if args.scenario in ("all", "stall"):
         runs.append(("stall", run_stall, StallSettings(seed=args.seed)))
+    if args.scenario in ("all", "limits"):
+        # limits_chaos imports this module: it is imported here, once this one is loaded.
+        from limits_chaos import LimitsSettings, run_limits
+        runs.append(("limits", run_limits, LimitsSettings.full() if args.full else LimitsSettings()))
     try:
         for name, runner, settings in runs:
             db = database(name)

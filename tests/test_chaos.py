@@ -62,3 +62,14 @@ def test_stalled_link_inside_the_completion_transaction_gives_the_job_back(throw
     server = throwaway_mariadb
     report = run_stall(Database(server.dsn, environ={}), StallSettings(), tmp_path)
     assert_report(report)
+
+
+@pytest.mark.soak
+def test_limits_hold_under_kills(throwaway_mariadb, tmp_path):
+    """SIGKILLed children and a SIGKILLed supervisor holding limited jobs: every job
+    done, no group ever over its limit, no slot left taken (tests/limits_chaos.py)."""
+    from limits_chaos import LimitsSettings, run_limits
+    settings = LimitsSettings.full() if FULL else LimitsSettings()
+    report = run_limits(Database(throwaway_mariadb.dsn, environ={}), settings, tmp_path)
+    assert report.figures["kills"] >= 5, report.text()
+    assert_report(report)
