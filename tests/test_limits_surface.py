@@ -117,6 +117,20 @@ def test_a_client_and_a_task_enqueue_with_a_concurrency_key(queue_dsn, db):
                      ("account-2",)) == 2
 
 
+def test_work_publishes_its_limits_and_runs_limited_jobs(queue_dsn, s, db, tmp_path):
+    log = tmp_path / "runs.log"
+    jobs = [s.enqueue(new_job("limited.pair", {"log": str(log), "key": "k"},
+                              concurrency_key="k")) for _ in range(3)]
+    assert [db.row(job_id)["limited"] for job_id in jobs] == [0, 0, 0]   # no rule yet
+    result = run_cli("work", "--app", "limits_app", "--stop-when-empty", dsn=queue_dsn)
+    assert result.returncode == 0, result.stderr
+    assert db.scalar("SELECT concurrency FROM prefork_limits WHERE job_type = %s",
+                     ("limited.pair",)) == 2
+    assert [db.row(job_id)["status"] for job_id in jobs] == ["done"] * 3
+    assert [db.row(job_id)["limited"] for job_id in jobs] == [1, 1, 1]
+    assert log.read_text().count("start ") == 3
+
+
 # -- status --------------------------------------------------------------------------------
 
 def test_status_lists_each_limited_group_running_and_waiting(queue_dsn, s):

@@ -141,9 +141,12 @@ def _work_arguments(parser: argparse.ArgumentParser) -> None:
 @command("work", "Run the worker loop in this process, without forking (debugging, cron).",
          arguments=_work_arguments)
 def work_command(args: argparse.Namespace, config: Config) -> Optional[int]:
+    from ..limits.declared import declared_rules, handled_types
     from ..worker.loop import Worker
     store = checked_store(config)   # first: no queue database is the one thing to say
     import_handlers(config)
+    # As `run` does at start: jobs of its limited types are enqueued (and flagged) as such.
+    store.publish_limits(list(declared_rules().values()), handled_types())
     worker = Worker(store, config)
 
     def stop(signum: int, frame: Optional[FrameType]) -> None:
