@@ -54,8 +54,11 @@ def plan(waiting: Sequence[Waiting], rules: Mapping[str, LimitRule],
          now: datetime, limit: int) -> Plan:
     """Up to `limit` of the waiting jobs, in order, that their groups have room for.
 
-    Only groups in `locked` (whose row this claim holds) may start jobs. A job
-    whose type has no rule any more (the limit was removed) is not held back.
+    Only groups in `locked` (whose row this claim holds) may start jobs. A job of
+    a type the claimer has no rule for is held back: it is limited in the database
+    (a newer generation or another application declared the limit), and only a
+    claimer that knows the rule may start it. (When a limit is removed,
+    publish_limits() clears `limited`, and the plain claim takes those jobs.)
     """
     room: dict[Group, float] = {}
     for group, bucket in locked.items():
@@ -79,7 +82,7 @@ def _room(group: Group, bucket: Bucket, rule: LimitRule | None, running: int,
           now: datetime) -> float:
     """How many more jobs of the group may start now."""
     if rule is None:
-        return float("inf")
+        return 0
     room = float("inf")
     if rule.concurrency is not None:
         room = max(0, rule.concurrency - running)

@@ -56,10 +56,12 @@ def test_only_groups_whose_lock_the_claim_holds_start_jobs():
     assert plan(waiting, rules, {mine: fresh()}, {}, NOW, limit=10).job_ids == [2]
 
 
-def test_a_type_whose_rule_went_is_not_held_back():
-    group = Group("old", "")
+def test_a_type_the_claimer_knows_no_rule_for_waits_for_one_that_does():
+    # A reload (or another application) declared the limit; this claimer's code predates it.
+    group = Group("new.limit", "")
     waiting = [Waiting(job_id, group) for job_id in range(1, 6)]
-    assert plan(waiting, {}, {group: fresh()}, {group: 99}, NOW, limit=3).job_ids == [1, 2, 3]
+    result = plan(waiting, {}, {group: fresh()}, {}, NOW, limit=3)
+    assert result.job_ids == [] and result.retry_after is None
 
 
 def test_a_rate_spends_whole_tokens_and_says_when_the_next_comes():

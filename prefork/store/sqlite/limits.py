@@ -95,12 +95,22 @@ class _LimitedClaim:
         self.buckets: dict[Group, Bucket] = {}
         self.spent: set[Group] = set()
         self.started: set[Group] = set()
+        self.blocked: set[Group] = set()   # no room now: left out of a second read
         self.chosen: list[int] = []
         self.retry_after: float | None = None
 
     def plan_queue(self, queue: str, limit: int) -> None:
-        """Choose up to `limit` waiting jobs of `queue` that their groups have room for."""
+        """Choose up to `limit` waiting jobs of `queue` that their groups have room for.
+        When a whole read had no room (its groups' rates spent), read once more without
+        those groups: a spent key's backlog must not hide another key behind it."""
         waiting = self._waiting(queue)
+        chosen = self._plan(waiting, limit)
+        if not chosen and len(waiting) == WAITING_READ:
+            self.blocked.update(job.group for job in waiting)
+            self._plan(self._waiting(queue), limit)
+
+    def _plan(self, waiting: list[Waiting], limit: int) -> list[int]:
+        """Plan these waiting jobs and take what the plan chose; the ids chosen."""
         groups = {job.group: self._bucket(job.group) for job in waiting}
         decision = planner.plan(waiting, self.rules, groups, self.running, self.now, limit)
         chosen = set(decision.job_ids)
@@ -113,6 +123,7 @@ class _LimitedClaim:
         if decision.retry_after is not None and (self.retry_after is None or
                                                  decision.retry_after < self.retry_after):
             self.retry_after = decision.retry_after
+        return decision.job_ids
 
     def save_buckets(self) -> None:
         """Write the buckets spent; make the row of a group without a rate that started."""
@@ -127,8 +138,8 @@ class _LimitedClaim:
     def _waiting(self, queue: str) -> list[Waiting]:
         """The next due limited jobs of the queue, but those of groups already full."""
         params: dict[str, Any] = {"queue": queue, "now": stamp(self.now), "limit": WAITING_READ}
-        full = [group for group, running in self.running.items()
-                if _concurrency(self.rules, group) <= running]
+        full = sorted(self.blocked | {group for group, running in self.running.items()
+                                      if _concurrency(self.rules, group) <= running})
         statement = LIMITED_WAITING
         if full:
             names, group_params = group_placeholders(full)
