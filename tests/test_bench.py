@@ -11,7 +11,11 @@ import psutil
 import pytest
 from conftest import cli_env, run_cli, scalar, wait_until
 
+import pymysql.cursors
+
 from prefork.bench.report import MYSQL_ONLY, ROW_KEYS, render_table
+from prefork.bench.scale_report import SCALE_KEYS, SCENARIOS
+from prefork.store.mysql.bench import BENCH_BARE_INSERT
 
 SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"
 
@@ -53,6 +57,7 @@ def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
     # claim transaction, and claims are batched.
     assert 0 < row["commits_per_job"] < row["baseline_commits_per_job"]
     assert row["baseline_commits_per_job"] >= 1.5
+    assert row["ceiling_ratio"] == pytest.approx(row["ours_jobs_per_s"] / row["ceiling_jobs_per_s"])
     assert scalar(clean_db, SCRATCH_ROWS) == 0
     assert processes_of(report["queue"]) == []
 
@@ -120,6 +125,42 @@ def test_bench_limits_reports_both_scenarios_and_the_limits_held(backend, db, re
                         r"[\d.]+% of the rate .*", section), section
 
 
+def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, clean_db):
+    result = run_cli("bench", "--workers", "1", "--jobs", "200", "--pickups", "2", "--scale",
+                     "--slow-jobs", "24", "--delayed", "300", "--json", dsn=migrated, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert_sane_row(report["rows"][0], 1)   # the plain row as without --scale
+    rows = {row["scenario"]: row for row in report["scale"]}
+    assert list(rows) == list(SCENARIOS)
+    for name, row in rows.items():
+        assert set(SCALE_KEYS) <= set(row), name
+        assert row["jobs_per_s"] > 0 and row["target"] == SCENARIOS[name][2], name
+        if SCENARIOS[name][1] is None:   # fork per job: no reference
+            assert row["ratio"] is None and row["reference_jobs_per_s"] is None
+        else:
+            assert row["ratio"] == pytest.approx(row["jobs_per_s"] / row["reference_jobs_per_s"])
+    assert [rows[name]["jobs"] for name in SCENARIOS] == [200, 200, 200, 24, 24, 200, 200]
+    assert (rows["many_workers"]["workers"], rows["many_supervisors"]["supervisors"]) == (32, 4)
+    assert rows["slow_jobs"]["reference_jobs_per_s"] == pytest.approx(8 / 0.05)
+    assert rows["delayed"]["delayed"] == 300
+    for name in ("many_supervisors", "delayed"):   # the idle load of each setup
+        for prefix in ("", "reference_"):
+            assert rows[name][f"{prefix}idle_stmts_per_s"] > 0, name
+            assert rows[name][f"{prefix}idle_rows_read_per_s"] >= 0, name
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert processes_of(report["queue"]) == []
+    section = render_table(report).split("scale (--scale)")[1].split("\n\n")[0]
+    assert [line.split(":")[0] for line in section.splitlines() if line.startswith("- ")] == \
+        ["- " + name.replace("_", " ") for name in SCENARIOS]
+
+
+def test_the_bulk_enqueues_reference_is_one_multi_row_insert():
+    # PyMySQL folds an executemany into multi-row INSERTs only for VALUES of bare
+    # placeholders: otherwise the reference would be a statement per row too.
+    assert pymysql.cursors.RE_INSERT_VALUES.match(BENCH_BARE_INSERT)
+
+
 def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, clean_db):
     bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "2",
                               "--jobs", "20000", "--json"], stdout=subprocess.PIPE,
@@ -142,11 +183,14 @@ def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, cle
     wait_until(lambda: not processes_of(queue), timeout=10, message="bench processes to end")
 
 
-def test_bench_refuses_bad_worker_counts_and_done_rows_on_sqlite(sqlite_migrated):
+def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_migrated):
     bad = run_cli("bench", "--workers", "2,0", dsn=sqlite_migrated)
     assert bad.returncode == 2 and "at least 1" in bad.stderr
     mysql_only = run_cli("bench", "--done-rows", "1000", dsn=sqlite_migrated)
     assert mysql_only.returncode == 2 and "MySQL-only" in mysql_only.stderr
+    scale = run_cli("bench", "--scale", dsn=sqlite_migrated)
+    assert scale.returncode == 2 and "--scale is MySQL-only" in scale.stderr
+    assert "Traceback" not in scale.stderr
     bad_rate = run_cli("bench", "--limits", "--rate", "5/x", dsn=sqlite_migrated)
     assert bad_rate.returncode == 2 and "invalid rate '5/x'" in bad_rate.stderr
     assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr
