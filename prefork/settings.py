@@ -192,6 +192,13 @@ SETTINGS: list[Setting] = [
     Setting("supervisor_timeout", _positive_float, 30.0, "A supervisor silent this long is "
             "pruned by any other, and the jobs its workers held are handed back at once.",
             "supervisor", metavar="S"),
+    Setting("wakeup_bind", str, "", "Listen for cross-host wake-ups on this UDP HOST:PORT "
+            "(e.g. 10.0.0.5:8188; port 0 picks one) and publish it in the registry, so that "
+            "producers on other hosts wake this supervisor at once instead of at its next poll "
+            "(off when empty).", "supervisor", metavar="HOST:PORT"),
+    Setting("doorbell", boolean, True, "Same-host wake-ups through a Unix datagram socket "
+            "(false: only polls and wakeup_bind wake this supervisor).", "supervisor",
+            metavar="true|false"),
     Setting("metrics_address", str, "", "Serve Prometheus metrics at HOST:PORT, e.g. "
             "127.0.0.1:9187 (off when empty; keep it on loopback).", "supervisor",
             metavar="HOST:PORT"),
