@@ -42,16 +42,7 @@ ENQUEUE = (
     " %s, EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = %s))"
     " ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)")
 
-# The bulk form, run by executemany in one transaction (a row per statement:
-# PyMySQL folds into one multi-row INSERT only VALUES of bare placeholders); a
-# no-op update on duplicates makes the row count the number of new jobs.
-ENQUEUE_MANY = (
-    "INSERT INTO prefork_jobs (queue, job_type, payload, idempotency_key, priority,"
-    " max_attempts, available_at, created_at, updated_at, concurrency_key, limited)"
-    " VALUES (%s, %s, %s, %s, %s, %s,"
-    " COALESCE(%s, UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6),"
-    " %s, EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = %s))"
-    " ON DUPLICATE KEY UPDATE id = id")
+# The bulk form, a multi-row INSERT per chunk of jobs, is bulk_queries.ENQUEUE_ROWS.
 
 # --- claims and group completions: the steps of the scripts below ----------------------
 

@@ -11,14 +11,13 @@ scans), in UTC, with short lock waits so that a stuck lock fails a
 statement in seconds instead of hanging a worker.
 """
 from collections.abc import Sequence
-from typing import Any
 
 import pymysql
 
 from ...config import Config
 from ...jobs import JobStatus, NewJob
-from ...limits.rules import NO_KEY
 from ..contract import JobRow, QueueFigures, queue_figures
+from .bulk import enqueue_args, insert_chunks
 from .cancel import MySQLCancel
 from .cancel import cancel_on as cancel_on   # prefork.cancel()'s, beside enqueue_on
 from .dashboard import MySQLDashboard
@@ -30,7 +29,6 @@ from .queries import (
     COUNTS,
     DEAD_JOBS,
     ENQUEUE,
-    ENQUEUE_MANY,
     GET,
     QUEUE_STATS,
     RETRY_DEAD,
@@ -40,7 +38,7 @@ from .queries import (
 from .schema import MySQLSchema
 from .schema_queries import CONNECTION_ID
 from .server import Flavor
-from .session import connect, micros, parse_dsn
+from .session import connect, parse_dsn
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
@@ -85,11 +83,10 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
         return job_id
 
     def enqueue_many(self, new_jobs: Sequence[NewJob]) -> int:
-        rows = [_enqueue_args(job) for job in new_jobs]
-        if not rows:
+        if not new_jobs:
             return 0
         with self._transaction() as cursor:
-            added = cursor.executemany(ENQUEUE_MANY, rows) or 0
+            added = insert_chunks(cursor, new_jobs)
         self.ring(new_jobs)
         return added
 
@@ -128,15 +125,9 @@ class PortableMySQLStore(MySQLPortable, MySQLStore):
     8.4 reference manuals document, so it runs on MariaDB 10.6+ as well."""
 
 
-def _enqueue_args(new_job: NewJob) -> tuple[Any, ...]:
-    return (new_job.queue, new_job.type, new_job.payload_text, new_job.key, new_job.priority,
-            new_job.max_attempts, new_job.run_at, micros(new_job.delay),
-            NO_KEY if new_job.concurrency_key is None else new_job.concurrency_key, new_job.type)
-
-
 def enqueue_on(cursor: pymysql.cursors.Cursor, new_job: NewJob) -> int:
     """Insert on the caller's cursor, inside the caller's transaction; never commits."""
-    cursor.execute(ENQUEUE, _enqueue_args(new_job))
+    cursor.execute(ENQUEUE, enqueue_args(new_job))
     return cursor.lastrowid
 
 
