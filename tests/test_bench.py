@@ -127,7 +127,8 @@ def test_bench_limits_reports_both_scenarios_and_the_limits_held(backend, db, re
 
 def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, clean_db):
     result = run_cli("bench", "--workers", "1", "--jobs", "200", "--pickups", "2", "--scale",
-                     "--slow-jobs", "24", "--delayed", "300", "--json", dsn=migrated, timeout=600)
+                     "--slow-jobs", "24", "--delayed", "300", "--backlog", "2000", "--json",
+                     dsn=migrated, timeout=900)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert_sane_row(report["rows"][0], 1)   # the plain row as without --scale
@@ -148,8 +149,17 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
         for prefix in ("", "reference_"):
             assert rows[name][f"{prefix}idle_stmts_per_s"] > 0, name
             assert rows[name][f"{prefix}idle_rows_read_per_s"] >= 0, name
+    # The backlog: 2,000 jobs over 20 queues, a quarter of them in the 5 worked queues;
+    # half of those counted.
+    backlog = report["backlog"]
+    assert (backlog["rows"], backlog["queues"], backlog["priorities"], backlog["worked_queues"],
+            backlog["workers"], backlog["jobs"]) == (2000, 20, 5, 5, 1, 200)
+    assert backlog["jobs_per_s"] > 0
+    empty = report["rows"][0]["ours_jobs_per_s"]
+    assert backlog["ratio"] == pytest.approx(backlog["jobs_per_s"] / empty)
     assert scalar(clean_db, SCRATCH_ROWS) == 0
     assert processes_of(report["queue"]) == []
+    assert "through a backlog of 2,000 ready jobs" in render_table(report)
     section = render_table(report).split("scale (--scale)")[1].split("\n\n")[0]
     assert [line.split(":")[0] for line in section.splitlines() if line.startswith("- ")] == \
         ["- " + name.replace("_", " ") for name in SCENARIOS]
@@ -188,9 +198,10 @@ def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_m
     assert bad.returncode == 2 and "at least 1" in bad.stderr
     mysql_only = run_cli("bench", "--done-rows", "1000", dsn=sqlite_migrated)
     assert mysql_only.returncode == 2 and "MySQL-only" in mysql_only.stderr
-    scale = run_cli("bench", "--scale", dsn=sqlite_migrated)
-    assert scale.returncode == 2 and "--scale is MySQL-only" in scale.stderr
-    assert "Traceback" not in scale.stderr
+    for flag in (["--scale"], ["--backlog", "100"]):
+        refused = run_cli("bench", *flag, dsn=sqlite_migrated)
+        assert refused.returncode == 2 and f"{flag[0]} is MySQL-only" in refused.stderr
+        assert "Traceback" not in refused.stderr
     bad_rate = run_cli("bench", "--limits", "--rate", "5/x", dsn=sqlite_migrated)
     assert bad_rate.returncode == 2 and "invalid rate '5/x'" in bad_rate.stderr
     assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr

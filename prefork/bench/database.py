@@ -43,6 +43,10 @@ class BenchDatabase:
         """Unfinished jobs of `queue` at `priority`, the delayed ones not yet due left out."""
         return self.sql.bench_unfinished_due(self.store, queue, priority)
 
+    def done(self, queue):
+        """How many jobs of `queue` are done (MySQL only)."""
+        return self.sql.bench_done(self.store, queue)
+
     def bare_insert(self, jobs, delay_seconds=0.0):
         """Insert `jobs` with a bare multi-row INSERT (MySQL only), due after `delay_seconds`."""
         return self.sql.bench_bare_insert(self.store, jobs, delay_seconds)

@@ -19,6 +19,7 @@ from ..logs import error_class
 from ..progress import Progress
 from ..store import driver_errors
 from ..store.mysql.bench import ceiling_loop
+from .backlog import Backlog, BacklogPlan
 from .database import BenchDatabase
 from .jobs import DEFAULT_RATE, NOOP, PICKUP_FILE_ENV
 from .limits import LIMITED_TYPES, LimitPlan, LimitScenarios
@@ -56,6 +57,7 @@ class Plan:
     scale: bool = False             # also the scale scenarios (scale.py), MySQL only
     slow_jobs: int = 0              # their sizes (the CLI's --slow-jobs and --delayed)
     delayed: int = 0
+    backlog: int = 0                # also the backlog scenario (backlog.py), MySQL only
 
 
 @dataclass
@@ -72,7 +74,8 @@ class Bench:
     def __init__(self, plan, config):
         self.plan, self.config = plan, config
         self.db = BenchDatabase(config)
-        for flag, wanted in (("--done-rows", plan.done_rows), ("--scale", plan.scale)):
+        for flag, wanted in (("--done-rows", plan.done_rows), ("--scale", plan.scale),
+                             ("--backlog", plan.backlog)):
             if wanted and not self.db.is_mysql:
                 self.db.close()
                 raise UserError(f"{flag} is MySQL-only")
@@ -90,6 +93,8 @@ class Bench:
         self.batch = noop_batch(plan.jobs, plan.payload_bytes, self.queue, config.max_payload_bytes)
         self.limit_plan = LimitPlan(max(plan.workers), plan.jobs, plan.payload_bytes,
                                     config.max_payload_bytes, plan.rate, plan.rate_seconds)
+        self.backlog_plan = BacklogPlan(plan.backlog, max(plan.workers), plan.jobs,
+                                        plan.payload_bytes, config.max_payload_bytes)
         self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
                                     config.max_payload_bytes)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
@@ -101,6 +106,7 @@ class Bench:
         return (per_count * len(self.plan.workers)
                 + (self.limit_plan.total_jobs if self.plan.limits else 0)
                 + (self.scale_plan.total_jobs if self.plan.scale else 0)
+                + (self.backlog_plan.counted if self.plan.backlog else 0)
                 + (self.plan.jobs if self.plan.done_rows else 0))
 
     def _phase(self, text):
@@ -117,9 +123,10 @@ class Bench:
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
         limits = self.limit_scenarios() if self.plan.limits else None
         scale = self.scale_scenarios() if self.plan.scale else None
+        backlog = self.backlog_run(rows) if self.plan.backlog else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
-        return self.report(rows, limits, scale, done_rows)
+        return self.report(rows, limits, scale, backlog, done_rows)
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -184,6 +191,13 @@ class Bench:
                                            self.queue, self.server, self.progress,
                                            self._phase).run())
 
+    def backlog_run(self, rows):
+        """--backlog: the largest worker count through a deep backlog, against its row."""
+        empty = next(row["ours_jobs_per_s"] for row in rows
+                     if row["workers"] == self.backlog_plan.workers)
+        return Backlog(self.backlog_plan, self.db, self.env, self.tmp, self.queue, self.server,
+                       self.progress, self._phase).run(empty)
+
     def big_table_run(self, rows):
         """--done-rows: fill the table, rerun the largest worker count's throughput."""
         workers = max(self.plan.workers)
@@ -199,13 +213,13 @@ class Bench:
                 "empty_jobs_per_s": empty, "ratio": ours / empty,
                 "settled_seconds": None if settled is None else round(settled, 1)}
 
-    def report(self, rows, limits, scale, done_rows):
+    def report(self, rows, limits, scale, backlog, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"
         return {"backend": backend, "dialect": self.db.dialect, "queue": self.queue,
                 "jobs": self.plan.jobs,
                 "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
                 "columns": list(ROW_KEYS), "rows": rows, "limits": limits, "scale": scale,
-                "done_rows": done_rows,
+                "backlog": backlog, "done_rows": done_rows,
                 "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),
                 "notes": list(NOTES + (MYSQL_NOTES if self.db.is_mysql else ()))}
 
@@ -213,7 +227,7 @@ class Bench:
 
     def scratch_queues(self):
         return [self.queue, self.done_queue] + (scale_queues(self.queue) if self.plan.scale
-                                                else [])
+                                                or self.plan.backlog else [])
 
     def clean_up(self):
         """Delete the scratch rows on a fresh connection (the bench's own may have been

@@ -200,6 +200,14 @@ def _footer(report):
     lines = [f"{report['jobs']} no-op jobs of {report['payload_bytes']} payload bytes per run, "
              f"{report['pickups']} pickups; backend {report['backend']}"
              + (f", {report['dialect']} dialect." if report.get("dialect") else ".")]
+    backlog = report.get("backlog")
+    if backlog:
+        lines.append(f"through a backlog of {backlog['rows']:,} ready jobs over "
+                     f"{backlog['queues']} queues and {backlog['priorities']} priorities, "
+                     f"{backlog['workers']} workers on {backlog['worked_queues']} of the queues: "
+                     f"{backlog['jobs_per_s']:,.0f} jobs/s over {backlog['jobs']:,} jobs = "
+                     f"{backlog['ratio']:.2f}x of the empty queue "
+                     f"({backlog['empty_jobs_per_s']:,.0f} jobs/s); target >= 0.9x")
     done = report.get("done_rows")
     if done:
         lines.append(f"with {done['rows']:,} done rows in the table: {done['workers']} workers "

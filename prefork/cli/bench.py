@@ -75,6 +75,10 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--delayed", type=whole_number, default=DEFAULT_DELAYED, metavar="N",
                        help="Delayed jobs in the worked queue in the delayed scenario of "
                             f"--scale (default {DEFAULT_DELAYED:,}; the issue's figure: 100000).")
+    group.add_argument("--backlog", type=whole_number, default=0, metavar="N",
+                       help="Also work through a backlog of N ready jobs over 20 queues and 5 "
+                            "priorities with the largest worker count on 5 of the queues "
+                            "(MySQL only; e.g. 1000000).")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -95,5 +99,6 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
                 limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
-                scale=args.scale, slow_jobs=args.slow_jobs, delayed=args.delayed)
+                scale=args.scale, slow_jobs=args.slow_jobs, delayed=args.delayed,
+                backlog=args.backlog)
     return run_bench(plan, config)

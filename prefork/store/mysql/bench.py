@@ -76,6 +76,12 @@ BENCH_UNFINISHED_DUE = (
     " WHERE status IN ('ready', 'reserved') AND queue = %s AND limited = 0 AND priority = %s"
     " AND available_at <= UTC_TIMESTAMP(6)")
 
+# Done jobs of one queue, from the claim index (the backlog scenario's count of
+# what its workers finished: a range that grows only by what they did).
+BENCH_DONE = (
+    "SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
+    " WHERE status = 'done' AND queue = %s")
+
 # The bare multi-row INSERT of the bulk-enqueue scenario (and of the delayed
 # scenario's backlog): VALUES of bare placeholders, so PyMySQL's executemany sends
 # as many rows per statement as fit its max_stmt_length; times computed here.
@@ -278,6 +284,11 @@ def bench_delete_queue(store: MySQLStore, queue: str) -> int:
 def bench_unfinished_due(store: MySQLStore, queue: str, priority: int) -> int:
     """How many jobs of `queue` at `priority` are ready and due, or reserved."""
     return int(store._one(BENCH_UNFINISHED_DUE, (queue, priority))[0])
+
+
+def bench_done(store: MySQLStore, queue: str) -> int:
+    """How many jobs of `queue` are done."""
+    return int(store._one(BENCH_DONE, (queue,))[0])
 
 
 def bench_bare_insert(store: MySQLStore, jobs: Sequence[NewJob], delay_seconds: float) -> int:
