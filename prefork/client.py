@@ -12,6 +12,7 @@ without the queue schema raises NoQueueDatabase naming it. No connection crosses
 a fork: a Client used in a forked child opens its own.
 """
 import os
+import sys
 import threading
 import time
 import weakref
@@ -26,7 +27,8 @@ from .errors import UserError
 from .jobs import NewJob, Payload, new_job
 from .store import driver_errors, open_store
 from .store.contract import Store
-from .wakeups import doorbell
+from .store.mysql import wakeups as mysql_wakeups
+from .wakeups import doorbell, remote
 
 # An application's connection (see connections.py): a DB-API connection of PyMySQL,
 # mysqlclient, mysql-connector-python or sqlite3, or a SQLAlchemy Session or
@@ -88,11 +90,25 @@ def job_id_list(job_id_or_ids: int | Iterable[int]) -> list[int]:
 
 def notify(conn: Connection, queue: str = "default", jobs: int = 1) -> None:
     """Call after the transaction holding your enqueue()s commits: the supervisors of
-    this host wake `jobs` idle workers for `queue` at once, instead of finding the
-    jobs at their next poll. Best effort; no supervisor listening is no error."""
+    this host wake `jobs` idle workers for `queue` at once, and those of other hosts
+    that listen for wake-ups (wakeup_bind) look for the jobs at once, instead of
+    finding them at their next poll. Best effort; no supervisor listening is no
+    error. Their addresses are read on `conn` at most every few seconds, and only
+    when that leaves it as it was (outside a transaction)."""
     with connections.outside_transaction(conn, "prefork.notify()") as (backend, dbapi):
         key = backend.bell_key_of(dbapi)
+        peers = remote.peers(key, lambda: _peers_of(dbapi))
     doorbell.ring(key, {queue: jobs})
+    remote.ring(peers, {queue: jobs})
+
+
+def _peers_of(dbapi: Any) -> remote.PeerRows | None:
+    """The registry's listening supervisors, read on an application's connection."""
+    sqlite3 = sys.modules.get("sqlite3")   # as connections.py: not imported for MySQL
+    if sqlite3 is not None and isinstance(dbapi, sqlite3.Connection):
+        from .store.sqlite import wakeups as sqlite_wakeups
+        return sqlite_wakeups.peers_of(dbapi)
+    return mysql_wakeups.peers_of(dbapi)
 
 
 class Client:

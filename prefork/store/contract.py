@@ -17,7 +17,7 @@ from ..cancellation import CancelReport
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
 from ..retry import Decision, RetryPolicy
-from ..wakeups import doorbell
+from ..wakeups import doorbell, remote
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
 from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
@@ -92,13 +92,27 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
 
 
 class Store(abc.ABC):
-    # What names this database for same-host wake-ups (see doorbell.py).
+    # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 
     def ring(self, new_jobs: Sequence[NewJob]) -> None:
-        """After new jobs committed: wake this host's idle supervisors now."""
+        """After new jobs committed: wake the idle supervisors of their queues now, this
+        host's through the doorbell, others' that listen over UDP (their addresses
+        read from the registry at most every few seconds)."""
         if self.bell_key:
-            doorbell.ring(self.bell_key, Counter(job.queue for job in new_jobs))
+            counts = Counter(job.queue for job in new_jobs)
+            doorbell.ring(self.bell_key, counts)
+            remote.ring(remote.peers(self.bell_key, self.wakeup_peers), counts)
+
+    @abc.abstractmethod
+    def publish_wakeup(self, process_id: int, address: str) -> None:
+        """Record in a supervisor's registry row the UDP address it listens on for
+        wake-ups (wakeups/udp.py)."""
+
+    @abc.abstractmethod
+    def wakeup_peers(self) -> Sequence[Sequence[Any]]:
+        """(wakeup address, queues joined by ",") of each running supervisor that
+        listens for wake-ups (one read of the few running rows)."""
 
     # -- schema -------------------------------------------------------------
     @abc.abstractmethod

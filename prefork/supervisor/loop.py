@@ -30,7 +30,7 @@ from ..logs import event
 from ..observers import schedules
 from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
-from ..wakeups import doorbell
+from ..wakeups.listening import Listeners
 from ..wakeups.waker import Waker
 from . import child as child_module, decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
@@ -41,16 +41,6 @@ from .view import ObservedSupervisor
 
 QUICK_STOP_GRACE = 3.0         # seconds children get after SIGQUIT before SIGKILL
 TICK = 1.0                     # longest sleep of the main loop
-
-
-def _open_doorbell(key: str) -> Optional[doorbell.Doorbell]:
-    """The same-host doorbell; none when its directory is unsafe or unusable (the
-    loop then finds jobs by polling alone)."""
-    try:
-        return doorbell.Doorbell(key)
-    except doorbell.BellUnavailable as exc:
-        event("doorbell_unavailable", path=exc.path, problem=exc.problem)
-        return None
 
 
 def _survive(step: str, call: Callable[[], object]) -> None:
@@ -92,7 +82,7 @@ class Supervisor:
         self.upkeep: Any = None       # an Upkeep once run() has connected
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
-        self.bell: Optional[doorbell.Doorbell] = None   # none: the directory is unsafe
+        self.listeners = Listeners()   # the doorbell and the wake-up port
         self.restart_applied: Optional[datetime] = None   # the newest restart request acted on
         self.observers: list[observers.Observer] = []
         self.view = ObservedSupervisor(self)   # what the observers see of us
@@ -107,11 +97,13 @@ class Supervisor:
     def run(self) -> int:
         """Run until drained; returns the process exit status."""
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
+        wakeup_address = self.listeners.open_port(self.config.wakeup_bind)   # or a bad bind
         self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
+        self.upkeep.wakeup_address = wakeup_address
         startup.defer_stops()   # a stop from here on must not cut the registry insert short
         self.upkeep.register(self.target)
         self._install_signal_handlers()
-        self.bell = _open_doorbell(self.upkeep.store.bell_key)
+        self.listeners.open_bell(self.upkeep.store.bell_key, self.config.doorbell)
         event("supervisor_started", workers=self.target, queues=",".join(self.config.queues),
               pid=os.getpid(), connection=self.upkeep.connection_id())
         self._notify("started")
@@ -134,8 +126,7 @@ class Supervisor:
         self.upkeep.flush_rollup()
         self.upkeep.leave()
         self.upkeep.close()
-        if self.bell:
-            self.bell.close()
+        self.listeners.close()
         event("supervisor_stopped", done=self.done, dead=self.dead_since_start())
         self._notify("stopped")
         return 0
@@ -157,8 +148,7 @@ class Supervisor:
 
     def _wait(self) -> None:
         fds = [self.waker.read_fd] + [c.read_fd for c in self.children.values()]
-        if self.bell:
-            fds.append(self.bell.fileno())
+        fds += self.listeners.fds()
         try:
             ready, _, _ = select.select(fds, [], [], self._sleep_time())
         except InterruptedError:
@@ -168,9 +158,10 @@ class Supervisor:
                 self._handle_messages(child)
         if self.waker.read_fd in ready:
             self.waker.sleep(0)   # drain the wake-up bytes
-        if self.bell and self.bell.fileno() in ready:
-            rung = self.bell.rings()
-            self.pool.wake_waiting(sum(rung.get(queue, 0) for queue in self.config.queues))
+        wake, self.next_poll_at = self.listeners.heard(
+            ready, self.config.queues, time.monotonic(), self.next_poll_at,
+            bool(self.pool.waiting()))
+        self.pool.wake_waiting(wake)
 
     def _sleep_time(self) -> float:
         now = time.monotonic()
@@ -228,8 +219,7 @@ class Supervisor:
     def _forget_parent_resources(self) -> None:
         """In a new child: drop what belongs to the parent, without closing it politely."""
         self.waker.close()
-        if self.bell:
-            self.bell.sock.close()   # the file stays: it is the parent's
+        self.listeners.forget()
         self.upkeep.abandon()
 
     def _handle_messages(self, child: ChildProcess) -> None:

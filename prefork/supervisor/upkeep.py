@@ -78,6 +78,7 @@ class Upkeep:
         self.rollup = Rollup()
         self.next_rollup_at = 0.0   # monotonic: the next minute's start
         self.limits = SupervisorLimits()   # the limits in force here (limits.py)
+        self.wakeup_address = ""   # the UDP address we listen on for rings ("": none)
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -224,7 +225,11 @@ class Upkeep:
         """Join the process registry (at start, and again after others pruned us)."""
         self.process_id = store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
-        event("supervisor_registered", process_id=self.process_id)
+        listening: dict[str, Any] = {}   # Any: never taken for `level`
+        if self.wakeup_address:   # under this id: a rejoin publishes it again
+            store.publish_wakeup(self.process_id, self.wakeup_address)
+            listening = {"wakeup_address": self.wakeup_address}
+        event("supervisor_registered", process_id=self.process_id, **listening)
 
     def beat_when_due(self, now: float, workers: int, children_json: str) -> bool:
         """Heartbeat and prune silent supervisors. True when others had pruned us and

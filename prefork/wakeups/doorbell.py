@@ -4,7 +4,8 @@ child at once instead of waiting for their next poll.
 A ring is a best-effort hint (a Unix datagram naming the queue and how many
 jobs): losing one costs at most a poll interval, and a ring for a job that is
 not committed yet only makes a child look and find nothing. Supervisors on
-other hosts find the job by polling. The bells of one database live in one
+other hosts are rung over UDP when they publish an address (udp.py), else find
+the job by polling. The bells of one database live in one
 private directory keyed by what the store names its database
 (`Store.bell_key`); two databases of the same name only cost a spurious look.
 
@@ -104,6 +105,31 @@ def parse_ring(data: bytes) -> tuple[str, int] | None:
     return queue, min(int(count), MAX_RING_COUNT)
 
 
+def ring_datagram(queue: str, jobs: int) -> bytes:
+    """The datagram of a ring, as parse_ring() reads it."""
+    return f"{queue} {jobs}".encode("utf-8")
+
+
+def read_rings(sock: socket.socket) -> dict[str, int]:
+    """{queue: jobs} rung on a non-blocking datagram socket since the last call (up to
+    RINGS_PER_DRAIN datagrams; the rest wait for the next call). A malformed
+    datagram is ignored, never raised; so is an error the socket reports (a port
+    unreachable answer to a datagram it sent)."""
+    rung: dict[str, int] = {}
+    for _ in range(RINGS_PER_DRAIN):
+        try:
+            data = sock.recv(MAX_DATAGRAM)
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError:
+            continue
+        parsed = parse_ring(data)
+        if parsed:
+            queue, jobs = parsed
+            rung[queue] = min(rung.get(queue, 0) + jobs, MAX_RING_COUNT)
+    return rung
+
+
 class Doorbell:
     """The supervisor's end: a datagram socket named after its pid, in a checked
     private directory (BellUnavailable when it cannot have one)."""
@@ -129,19 +155,8 @@ class Doorbell:
         return self.sock.fileno()
 
     def rings(self) -> dict[str, int]:
-        """{queue: jobs} rung since the last call (up to RINGS_PER_DRAIN datagrams; the
-        rest wait for the next call). A malformed datagram is ignored, never raised."""
-        rung: dict[str, int] = {}
-        for _ in range(RINGS_PER_DRAIN):
-            try:
-                data = self.sock.recv(MAX_DATAGRAM)
-            except (BlockingIOError, InterruptedError):
-                break
-            parsed = parse_ring(data)
-            if parsed:
-                queue, jobs = parsed
-                rung[queue] = min(rung.get(queue, 0) + jobs, MAX_RING_COUNT)
-        return rung
+        """{queue: jobs} rung since the last call (see read_rings)."""
+        return read_rings(self.sock)
 
     def close(self) -> None:
         self.sock.close()
@@ -165,6 +180,6 @@ def ring(key: str, counts: Mapping[str, int]) -> None:
         for name in names:
             for queue, jobs in counts.items():
                 try:
-                    sock.sendto(f"{queue} {jobs}".encode("utf-8"), os.path.join(directory, name))
+                    sock.sendto(ring_datagram(queue, jobs), os.path.join(directory, name))
                 except OSError:
                     pass  # a stale bell or a full queue: polling covers it

@@ -39,10 +39,11 @@ from .schema import MySQLSchema
 from .schema_queries import CONNECTION_ID
 from .server import Flavor
 from .session import connect, parse_dsn
+from .wakeups import MySQLWakeups
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
-                 MySQLCancel):
+                 MySQLCancel, MySQLWakeups):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""

@@ -54,6 +54,7 @@ from .cancel import cancel_on as cancel_on   # for prefork.cancel
 from .dashboard import SQLiteDashboard
 from .limits import SQLiteLimits
 from .operations import SQLiteOperations
+from .wakeups import SQLiteWakeups
 from .queries import (
     COUNTS,
     CREATE_MIGRATIONS,
@@ -73,7 +74,8 @@ from .queries import (
 )
 
 
-class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard):
+class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
+                  SQLiteWakeups):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
