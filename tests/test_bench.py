@@ -141,9 +141,11 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
             assert row["ratio"] is None and row["reference_jobs_per_s"] is None
         else:
             assert row["ratio"] == pytest.approx(row["jobs_per_s"] / row["reference_jobs_per_s"])
-    assert [rows[name]["jobs"] for name in SCENARIOS] == [200, 200, 200, 24, 24, 200, 200]
+    assert [rows[name]["jobs"] for name in SCENARIOS] == [200, 200, 200, 24, 8, 24, 200, 200,
+                                                          200]
     assert (rows["many_workers"]["workers"], rows["many_supervisors"]["supervisors"]) == (32, 4)
     assert rows["slow_jobs"]["reference_jobs_per_s"] == pytest.approx(8 / 0.05)
+    assert rows["slow_jobs_1s"]["reference_jobs_per_s"] == pytest.approx(8 / 1.0)
     assert rows["delayed"]["delayed"] == 300
     for name in ("many_supervisors", "delayed"):   # the idle load of each setup
         for prefix in ("", "reference_"):
@@ -158,6 +160,9 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
     empty = report["rows"][0]["ours_jobs_per_s"]
     assert backlog["ratio"] == pytest.approx(backlog["jobs_per_s"] / empty)
     assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert scalar(clean_db, "SELECT COUNT(*) FROM information_schema.tables"
+                            " WHERE table_schema = DATABASE()"
+                            " AND table_name = 'prefork_bench_effects'") == 0
     assert processes_of(report["queue"]) == []
     assert "through a backlog of 2,000 ready jobs" in render_table(report)
     section = render_table(report).split("scale (--scale)")[1].split("\n\n")[0]

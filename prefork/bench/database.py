@@ -47,6 +47,13 @@ class BenchDatabase:
         """How many jobs of `queue` are done (MySQL only)."""
         return self.sql.bench_done(self.store, queue)
 
+    def effects_table(self, present):
+        """Create (present=True) or drop the effects scenario's table (MySQL only)."""
+        self.sql.bench_effects_table(self.store, present)
+
+    def effects_written(self):
+        return self.sql.bench_effects_written(self.store)
+
     def bare_insert(self, jobs, delay_seconds=0.0):
         """Insert `jobs` with a bare multi-row INSERT (MySQL only), due after `delay_seconds`."""
         return self.sql.bench_bare_insert(self.store, jobs, delay_seconds)

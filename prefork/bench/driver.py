@@ -187,8 +187,8 @@ class Bench:
 
     def scale_scenarios(self):
         """--scale: a row per scenario, before any big table."""
-        return with_targets(ScaleScenarios(self.scale_plan, self.db, self.env, self.tmp,
-                                           self.queue, self.server, self.progress,
+        return with_targets(ScaleScenarios(self.scale_plan, self.config, self.db, self.env,
+                                           self.tmp, self.queue, self.server, self.progress,
                                            self._phase).run())
 
     def backlog_run(self, rows):
@@ -241,6 +241,8 @@ class Bench:
             try:
                 for queue in self.scratch_queues():
                     db.delete_queue(queue)
+                if self.plan.scale:   # the effects scenario's table
+                    db.effects_table(False)
                 if self.plan.limits:   # the limit scenarios' rules and groups
                     db.delete_limits(LIMITED_TYPES, self.queue)
             finally:

@@ -2,6 +2,8 @@
 
 - `bench.noop` does nothing: what is measured is the queue, not the work.
 - `bench.sleep` sleeps the payload's "seconds": the slow-jobs scenario of --scale.
+- `bench.effect` writes one row inside job.transaction() (MySQL: the table the
+  effects scenario of --scale creates).
 - `bench.pickup` measures pickup latency: its payload carries the wall-clock time
   (time.time()) at which the bench enqueued it; the handler appends the
   milliseconds from then to now, one number a line, to the file named by
@@ -16,10 +18,12 @@ import os
 import time
 
 import prefork
+from prefork.store.mysql.bench import BENCH_EFFECT_INSERT
 
 NOOP = "bench.noop"
 PICKUP = "bench.pickup"
 SLEEP = "bench.sleep"
+EFFECT = "bench.effect"
 PICKUP_FILE_ENV = "PREFORK_BENCH_PICKUP_FILE"
 
 LIMITS_APP = "prefork.bench.limited_jobs"
@@ -39,6 +43,12 @@ def noop(job):
 @prefork.handler(SLEEP)
 def sleep(job):
     time.sleep(float(job.payload["seconds"]))
+
+
+@prefork.handler(EFFECT)
+def effect(job):
+    with job.transaction() as cursor:
+        cursor.execute(BENCH_EFFECT_INSERT, (job.id,))
 
 
 @prefork.handler(PICKUP)

@@ -8,11 +8,16 @@ Each scenario is a row of figures against a reference measured in the same run
 - many workers: MANY_WORKERS workers against BASE_WORKERS;
 - many supervisors: SUPERVISORS supervisors of WORKERS_EACH workers against one
   of SUPERVISORS x WORKERS_EACH, and the idle statements/s of each setup;
-- slow jobs: SLOW_SECONDS jobs with BASE_WORKERS workers against the ideal
-  (workers / duration);
+- slow jobs: SLOW_SECONDS jobs, then LONG_SECONDS jobs (fewer: a whole number of
+  waves of BASE_WORKERS), with BASE_WORKERS workers against the ideal (workers /
+  duration);
 - fork per job: --max-items 1 with BASE_WORKERS workers (no reference);
 - delayed: `delayed` jobs due in an hour in the worked queue, against none, and
   the idle load (statements, index entries read, server CPU) of each;
+- effects: `jobs` jobs each writing one row inside job.transaction(), with
+  BASE_WORKERS workers, against the durable single-row commit rate of as many
+  connections (each its own process: BEGIN; INSERT; COMMIT in a loop) over
+  EFFECTS_WINDOW seconds; the bench creates the table and drops it afterwards;
 - bulk enqueue: Store.enqueue_many of `jobs` jobs against a bare multi-row
   INSERT of the same rows (no supervisor running).
 
@@ -23,11 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..config import Config
 from ..jobs import new_job
+from ..store.mysql.bench import commit_loop
 from ..progress import Progress
 from .database import BenchDatabase
-from .jobs import SLEEP
+from .jobs import EFFECT, SLEEP
 from .measure import (
+    FINISH_POLL,
     ProcessWatch,
     Throughput,
     measure_idle_rates,
@@ -35,14 +43,16 @@ from .measure import (
     noop_batch,
     wait_settled,
 )
-from .processes import SupervisorProcess, bench_supervisor
+from .processes import BaselinePool, BenchError, SupervisorProcess, bench_supervisor
 
 BASE_WORKERS = 8
 MANY_WORKERS = 32
 QUEUES = 20
 SUPERVISORS, WORKERS_EACH = 4, 4
 SLOW_SECONDS = 0.05
+LONG_SECONDS = 1.0
 DELAY_SECONDS = 3600.0
+EFFECTS_WINDOW = 3.0
 
 
 def scale_queues(queue: str) -> List[str]:
@@ -61,7 +71,12 @@ class ScalePlan:
     @property
     def total_jobs(self) -> int:
         """Jobs run by workers in all, for the progress bar."""
-        return 8 * self.jobs + 2 * self.slow_jobs
+        return 9 * self.jobs + 2 * self.slow_jobs + self.long_jobs
+
+    @property
+    def long_jobs(self) -> int:
+        """Jobs of LONG_SECONDS: BASE_WORKERS for each 100 slow jobs (at least one wave)."""
+        return BASE_WORKERS * max(1, self.slow_jobs // 100)
 
 
 class SupervisorGroup:
@@ -86,16 +101,18 @@ class SupervisorGroup:
 
 
 class ScaleScenarios:
-    def __init__(self, plan: ScalePlan, db: BenchDatabase, env: Dict[str, str], tmp: Path,
-                 queue: str, server: Any, progress: Progress,
+    def __init__(self, plan: ScalePlan, config: Config, db: BenchDatabase, env: Dict[str, str],
+                 tmp: Path, queue: str, server: Any, progress: Progress,
                  phase: Callable[[str], None]) -> None:
-        self.plan, self.db, self.env, self.tmp = plan, db, env, tmp
+        self.plan, self.config, self.db, self.env, self.tmp = plan, config, db, env, tmp
         self.queue, self.server, self.progress, self.phase = queue, server, progress, phase
 
     def run(self) -> List[Dict[str, Any]]:
         """One row per scenario, in the order of the module's docstring."""
         return [self.many_queues(), self.many_workers(), self.many_supervisors(),
-                self.slow_jobs(), self.fork_per_job(), self.delayed(), self.bulk_enqueue()]
+                self.slow_jobs("slow_jobs", SLOW_SECONDS, self.plan.slow_jobs),
+                self.slow_jobs("slow_jobs_1s", LONG_SECONDS, self.plan.long_jobs),
+                self.fork_per_job(), self.delayed(), self.effects(), self.bulk_enqueue()]
 
     # -- the scenarios ----------------------------------------------------------------
 
@@ -131,15 +148,14 @@ class ScaleScenarios:
         with self.running(supervisors) as watch:
             return self.throughput(self.queue, watch), measure_idle_rates(self.db, watch)
 
-    def slow_jobs(self) -> Dict[str, Any]:
-        self.phase(f"scale: {self.plan.slow_jobs:,} jobs of {SLOW_SECONDS * 1000:g} ms")
-        batch = [new_job(SLEEP, {"seconds": SLOW_SECONDS},
-                         queue=self.queue)] * self.plan.slow_jobs
-        with self.running([self.supervisor(BASE_WORKERS, self.queue, "slow")]) as watch:
+    def slow_jobs(self, scenario: str, seconds: float, count: int) -> Dict[str, Any]:
+        self.phase(f"scale: {count:,} jobs of {seconds * 1000:g} ms")
+        batch = [new_job(SLEEP, {"seconds": seconds}, queue=self.queue)] * count
+        with self.running([self.supervisor(BASE_WORKERS, self.queue, scenario)]) as watch:
             slow = self.throughput(self.queue, watch, batch)
-        figures = row("slow_jobs", BASE_WORKERS, slow, None)
-        ideal = BASE_WORKERS / SLOW_SECONDS
-        figures.update(job_seconds=SLOW_SECONDS, reference_jobs_per_s=ideal,
+        figures = row(scenario, BASE_WORKERS, slow, None)
+        ideal = BASE_WORKERS / seconds
+        figures.update(job_seconds=seconds, reference_jobs_per_s=ideal,
                        ratio=slow.jobs_per_s / ideal)
         return figures
 
@@ -171,6 +187,40 @@ class ScaleScenarios:
         figures.update(delayed=self.plan.delayed, **_idle(loaded_idle),
                        **_idle(empty_idle, "reference_"))
         return figures
+
+    def effects(self) -> Dict[str, Any]:
+        self.db.effects_table(True)
+        try:
+            self.phase(f"scale: {self.plan.jobs:,} jobs writing a row each")
+            batch = [new_job(EFFECT, {}, queue=self.queue)] * self.plan.jobs
+            with self.running([self.supervisor(BASE_WORKERS, self.queue, "effects")]) as watch:
+                ours = self.throughput(self.queue, watch, batch)
+            written = self.db.effects_written()
+            if written != self.plan.jobs:
+                raise BenchError(f"{self.plan.jobs} effect jobs ran but wrote {written} rows")
+            self.phase(f"scale: single-row commits on {BASE_WORKERS} connections")
+            commits = self.commit_rate()
+        finally:
+            self.db.effects_table(False)
+        figures = row("effects", BASE_WORKERS, ours, None)
+        figures.update(reference_jobs_per_s=commits, ratio=ours.jobs_per_s / commits)
+        return figures
+
+    def commit_rate(self) -> float:
+        """Rows per second BASE_WORKERS processes commit one by one, over EFFECTS_WINDOW."""
+        pool = BaselinePool(self.config, self.queue, BASE_WORKERS, commit_loop,
+                            label="commit loop")
+        try:
+            pool.start()
+            pool.wait_ready()
+            watch = ProcessWatch(pool, self.server)
+            before, started = self.db.effects_written(), time.monotonic()
+            while time.monotonic() - started < EFFECTS_WINDOW:
+                watch()
+                time.sleep(FINISH_POLL)
+            return (self.db.effects_written() - before) / (time.monotonic() - started)
+        finally:
+            pool.stop()
 
     def bulk_enqueue(self) -> Dict[str, Any]:
         queue = scale_queues(self.queue)[-1]   # nobody works it

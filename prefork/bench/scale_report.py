@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional
 
 from .scale import (
     BASE_WORKERS,
+    LONG_SECONDS,
     MANY_WORKERS,
     QUEUES,
     SLOW_SECONDS,
@@ -25,10 +26,15 @@ SCENARIOS = {
                          f"1 x {SUPERVISORS * WORKERS_EACH}", ">= 0.9x"),
     "slow_jobs": (f"jobs of {SLOW_SECONDS * 1000:g} ms, {BASE_WORKERS} workers",
                   "the ideal, workers / duration", ">= 0.95x"),
+    "slow_jobs_1s": (f"jobs of {LONG_SECONDS:g} s, {BASE_WORKERS} workers",
+                     "the ideal, workers / duration", ">= 0.95x"),
     "fork_per_job": (f"--max-items 1, {BASE_WORKERS} workers", None,
                      ">= 240 jobs/s (5x the issue's 48)"),
     "delayed": ("{delayed:,} delayed jobs (due in an hour) in the worked queue",
                 "none", ">= 0.9x, idle load unchanged"),
+    "effects": (f"jobs writing one row each in job.transaction(), {BASE_WORKERS} workers",
+                f"the single-row commit rate of {BASE_WORKERS} connections",
+                ">= 0.7x"),
     "bulk_enqueue": ("Store.enqueue_many", "a bare multi-row INSERT of the same rows",
                      ">= 20,000 jobs/s and >= 0.5x"),
 }

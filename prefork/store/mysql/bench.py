@@ -89,6 +89,17 @@ BENCH_BARE_INSERT = (
     "INSERT INTO prefork_jobs (queue, job_type, payload, priority, max_attempts, available_at,"
     " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
 
+# The effects scenario's table: each bench.effect job writes one row inside
+# job.transaction(); the reference commits one row per transaction. The bench
+# creates it and drops it afterwards (an admin tool).
+BENCH_CREATE_EFFECTS = (
+    "CREATE TABLE IF NOT EXISTS prefork_bench_effects ("
+    " id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+    " job_id BIGINT UNSIGNED NOT NULL) ENGINE = InnoDB")
+BENCH_DROP_EFFECTS = "DROP TABLE IF EXISTS prefork_bench_effects"
+BENCH_EFFECT_INSERT = "INSERT INTO prefork_bench_effects (job_id) VALUES (%s)"
+BENCH_EFFECTS_WRITTEN = "SELECT COALESCE(MAX(id), 0) FROM prefork_bench_effects"
+
 # Scratch rows go in chunks, so no statement holds a million row locks.
 BENCH_DELETE_QUEUE = "DELETE FROM prefork_jobs WHERE queue = %s LIMIT %s"
 
@@ -264,6 +275,34 @@ def _ceiling_step(conn: pymysql.connections.Connection, queue: str, worker: str,
             raise
         return 0, None
     return done, ([row[0] for row in rows], new_token, [row[1] for row in rows])
+
+
+def commit_loop(config: Config, queue: str, should_stop: Callable[[], bool],
+                on_ready: Callable[[], None]) -> int:
+    """The effects scenario's reference (`queue` unused): one row per durable
+    transaction (BEGIN; BENCH_EFFECT_INSERT; COMMIT) until `should_stop`. Opens
+    its own connection (call it after a fork). Returns how many it committed."""
+    store = MySQLStore(config)
+    on_ready()
+    committed = 0
+    try:
+        while not should_stop():
+            with store._transaction() as cursor:
+                cursor.execute(BENCH_EFFECT_INSERT, (0,))
+            committed += 1
+    finally:
+        store.close()
+    return committed
+
+
+def bench_effects_table(store: MySQLStore, present: bool) -> None:
+    """Create (present) or drop the effects scenario's table."""
+    store._rowcount(BENCH_CREATE_EFFECTS if present else BENCH_DROP_EFFECTS, ())
+
+
+def bench_effects_written(store: MySQLStore) -> int:
+    """How many rows were ever written to the effects table (its highest id)."""
+    return int(store._one(BENCH_EFFECTS_WRITTEN, ())[0])
 
 
 def bench_unfinished(store: MySQLStore, queue: str) -> int:
