@@ -14,13 +14,16 @@ sets how many jobs it measures (20 by default; the report's figures took 200).""
 import json
 import os
 import random
+import select
 import socket
+import sqlite3
 import threading
 import time
 from contextlib import closing
 
 import pymysql
 import pytest
+from pymysql.constants import SERVER_STATUS
 from conftest import SERVER, mysql_dsn, run_cli, scratch_database, wait_until
 from harness import SupervisorProcess
 from tcp_proxy import TcpProxy
@@ -29,8 +32,12 @@ import prefork
 from prefork import config as config_module
 from prefork.bench.jobs import PICKUP, PICKUP_FILE_ENV
 from prefork.bench.measure import percentile
+from prefork.jobs import new_job
 from prefork.store.mysql.store import MySQLStore
+from prefork.store.sqlite.file import parse_dsn
+from prefork.store.sqlite.store import SQLiteStore
 from prefork.wakeups import udp
+from prefork.wakeups.doorbell import read_rings
 
 POLL = 30.0                   # seconds between a supervisor's polls: far beyond a pickup
 PICKED_UP_WITHIN = 3.0        # seconds: a rung job on a noisy machine, with margin
@@ -264,3 +271,62 @@ def test_a_stopped_supervisor_is_not_rung_once_its_row_says_so(start, store, dat
         with pytest.raises(BlockingIOError):
             former_b.recv(512)
     assert [tuple(row)[0] for row in store.wakeup_peers()] == [published(a).text()]
+
+
+# -- producers on an application's connection ------------------------------------------------
+
+@pytest.fixture
+def listening_row(store):
+    """A real wake-up port, published in a registry row as a supervisor publishes it."""
+    port = udp.WakeupPort("127.0.0.1:0")
+    process_id = store.register_process("elsewhere", 1, ["default"], 1, "test")
+    store.publish_wakeup(process_id, port.address.text())
+    yield port
+    port.close()
+
+
+def rung(port, timeout=2.0):
+    ready, _, _ = select.select([port.fileno()], [], [], timeout)
+    return read_rings(port.sock) if ready else {}
+
+
+def test_notify_inside_a_transaction_reads_nothing_on_it_and_commits_nothing(
+        listening_row, database, store):
+    """notify() misplaced before the commit: no read on the connection (none could be
+    taken back), nobody rung, and the application's rollback still takes its job back."""
+    with closing(app_connection(database[1])) as conn:
+        job_id = prefork.enqueue(conn, PICKUP, {"enqueued_at": 0})
+        prefork.notify(conn)
+        assert rung(listening_row, timeout=0.5) == {}
+        conn.rollback()
+    assert store.get(job_id) is None
+
+
+def test_notify_after_the_commit_rings_and_leaves_no_transaction_open(listening_row, database):
+    with closing(app_connection(database[1])) as conn:
+        prefork.enqueue(conn, PICKUP, {"enqueued_at": 0})
+        conn.commit()
+        prefork.notify(conn, jobs=3)
+        assert not conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS
+    assert rung(listening_row) == {"default": 3}
+
+
+def test_on_sqlite_the_registry_rings_supervisors_without_the_doorbell(sqlite_migrated):
+    """One file is one host's, yet supervisors with doorbell = false hear rings the same
+    way: the store's ring and notify() on an application's sqlite3 connection."""
+    store = SQLiteStore(config_module.load({"dsn": sqlite_migrated}, environ={}))
+    port = udp.WakeupPort("127.0.0.1:0")
+    try:
+        process_id = store.register_process("here", 1, ["default", "mail"], 1, "test")
+        store.publish_wakeup(process_id, port.address.text())
+        store.enqueue(new_job(PICKUP, {"enqueued_at": 0}, queue="mail"))
+        assert rung(port) == {"mail": 1}
+        with closing(sqlite3.connect(parse_dsn(sqlite_migrated))) as conn:
+            prefork.notify(conn, "default")
+            assert not conn.in_transaction
+        assert rung(port) == {"default": 1}
+        store.stop_process(process_id)
+        assert store.wakeup_peers() == []
+    finally:
+        port.close()
+        store.close()

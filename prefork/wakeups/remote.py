@@ -59,12 +59,6 @@ def ring(found: Iterable[Peer], counts: Mapping[str, int]) -> None:
         udp.ring(rings)
 
 
-def forget() -> None:
-    """Drop what was read (tests: a stopped supervisor's row is read anew)."""
-    with _lock:
-        _cache.clear()
-
-
 def _peers_of(rows: PeerRows) -> Iterable[Peer]:
     for address_text, queues_text in rows:
         address = udp.parse_published(str(address_text or ""))

@@ -54,7 +54,6 @@ from .cancel import cancel_on as cancel_on   # for prefork.cancel
 from .dashboard import SQLiteDashboard
 from .limits import SQLiteLimits
 from .operations import SQLiteOperations
-from .wakeups import SQLiteWakeups
 from .queries import (
     COUNTS,
     CREATE_MIGRATIONS,
@@ -72,6 +71,7 @@ from .queries import (
     SCHEMA_VERSIONS,
     placeholders,
 )
+from .wakeups import SQLiteWakeups
 
 
 class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
