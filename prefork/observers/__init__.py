@@ -13,6 +13,7 @@ An observer (the Observer protocol) has three methods:
 from typing import Any, Literal, Mapping, Optional, Protocol, Sequence, Union
 
 from ..jobs import NewJob
+from ..limits.rules import LimitUsage
 from ..store.contract import QueueFigures
 from .metrics import Metrics
 from .schedules import Scheduler
@@ -45,6 +46,10 @@ class SupervisorView(Protocol):
     def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         """Depth and oldest ready age of these queues (Store.queue_stats); None when
         the database is away. A query: call it seldom."""
+
+    def limit_usage(self) -> Optional[list[LimitUsage]]:
+        """Each limited group with jobs running or waiting (Store.limit_usage); None
+        when the database is away. A query: call it seldom."""
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job: its id, or False when the database is away."""

@@ -18,7 +18,7 @@ import psutil
 from .. import __version__
 from ..errors import UserError
 from ..jobs import JobStatus, Lease, NewJob
-from ..limits.rules import LimitRule
+from ..limits.rules import LimitRule, LimitUsage
 from ..logs import error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
@@ -132,6 +132,11 @@ class Upkeep:
         # In a tuple: the store's own False (the lease was lost) is no outage.
         answer = self._with_store(lambda store: (store.finish_cancelled(lease),))
         return None if answer is False else answer[0]
+
+    def limit_usage(self) -> Optional[list[LimitUsage]]:
+        """The limited groups' usage (store.limit_usage); None when the database is away."""
+        usage = self._with_store(lambda store: store.limit_usage())
+        return None if usage is False else usage
 
     def extend(self, leases: Sequence[Lease]) -> None:
         held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))

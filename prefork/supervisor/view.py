@@ -2,6 +2,7 @@
 from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union
 
 from ..jobs import NewJob
+from ..limits.rules import LimitUsage
 from ..store.contract import QueueFigures
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ class ObservedSupervisor:
 
     def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         return self._supervisor.upkeep.queue_stats(queues)
+
+    def limit_usage(self) -> Optional[list[LimitUsage]]:
+        return self._supervisor.upkeep.limit_usage()
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         return self._supervisor.upkeep.enqueue(new_job)
