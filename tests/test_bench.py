@@ -46,7 +46,7 @@ def assert_sane_row(row, workers, backend="mysql"):
 
 def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
     result = run_cli("bench", "--workers", "2", "--jobs", "300", "--pickups", "10", "--json",
-                     dsn=migrated, timeout=300)
+                     "--cross-host", dsn=migrated, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["backend"] == "mysql" and report["jobs"] == 300
@@ -58,6 +58,12 @@ def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
     assert 0 < row["commits_per_job"] < row["baseline_commits_per_job"]
     assert row["baseline_commits_per_job"] >= 1.5
     assert row["ceiling_ratio"] == pytest.approx(row["ours_jobs_per_s"] / row["ceiling_jobs_per_s"])
+    # --cross-host: the same pickups with the supervisor's same-host doorbell off.
+    cross = report["cross_host"]
+    assert (cross["workers"], cross["pickups"]) == (2, 10)
+    assert 0 < cross["pickup_p50_ms"] <= cross["pickup_p99_ms"]
+    assert cross["idle_stmts_per_s"] > 0
+    assert "cross-host pickup (" in render_table(report)
     assert scalar(clean_db, SCRATCH_ROWS) == 0
     assert processes_of(report["queue"]) == []
 

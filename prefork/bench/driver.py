@@ -20,6 +20,7 @@ from ..progress import Progress
 from ..store import driver_errors
 from ..store.mysql.bench import ceiling_loop
 from .backlog import Backlog, BacklogPlan
+from .cross_host import run_cross_host
 from .database import BenchDatabase
 from .jobs import DEFAULT_RATE, NOOP, PICKUP_FILE_ENV
 from .limits import LIMITED_TYPES, LimitPlan, LimitScenarios
@@ -58,6 +59,7 @@ class Plan:
     slow_jobs: int = 0              # their sizes (the CLI's --slow-jobs and --delayed)
     delayed: int = 0
     backlog: int = 0                # also the backlog scenario (backlog.py), MySQL only
+    cross_host: bool = False        # also the cross-host pickups (cross_host.py)
 
 
 @dataclass
@@ -107,6 +109,7 @@ class Bench:
                 + (self.limit_plan.total_jobs if self.plan.limits else 0)
                 + (self.scale_plan.total_jobs if self.plan.scale else 0)
                 + (self.backlog_plan.counted if self.plan.backlog else 0)
+                + (self.plan.pickups if self.plan.cross_host else 0)
                 + (self.plan.jobs if self.plan.done_rows else 0))
 
     def _phase(self, text):
@@ -121,12 +124,13 @@ class Bench:
 
     def run(self):
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
+        cross_host = self.cross_host_run() if self.plan.cross_host else None
         limits = self.limit_scenarios() if self.plan.limits else None
         scale = self.scale_scenarios() if self.plan.scale else None
         backlog = self.backlog_run(rows) if self.plan.backlog else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
-        return self.report(rows, limits, scale, backlog, done_rows)
+        return self.report(rows, cross_host, limits, scale, backlog, done_rows)
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -180,6 +184,11 @@ class Bench:
         self.db.delete_queue(self.queue)
         return throughput
 
+    def cross_host_run(self):
+        """--cross-host: pickups with no same-host doorbell, the largest worker count."""
+        return run_cross_host(max(self.plan.workers), self.rung, self.db, self.env, self.tmp,
+                              self.queue, self.server, self.progress, self._phase)
+
     def limit_scenarios(self):
         """--limits: the concurrency and the rate scenario, before any big table."""
         return LimitScenarios(self.limit_plan, self.db, self.env, self.tmp, self.queue,
@@ -213,13 +222,13 @@ class Bench:
                 "empty_jobs_per_s": empty, "ratio": ours / empty,
                 "settled_seconds": None if settled is None else round(settled, 1)}
 
-    def report(self, rows, limits, scale, backlog, done_rows):
+    def report(self, rows, cross_host, limits, scale, backlog, done_rows):
         backend = "mysql" if self.db.is_mysql else "sqlite"
         return {"backend": backend, "dialect": self.db.dialect, "queue": self.queue,
                 "jobs": self.plan.jobs,
                 "payload_bytes": self.plan.payload_bytes, "pickups": self.plan.pickups,
                 "columns": list(ROW_KEYS), "rows": rows, "limits": limits, "scale": scale,
-                "backlog": backlog, "done_rows": done_rows,
+                "cross_host": cross_host, "backlog": backlog, "done_rows": done_rows,
                 "mysql_only": [] if self.db.is_mysql else list(MYSQL_ONLY),
                 "notes": list(NOTES + (MYSQL_NOTES if self.db.is_mysql else ()))}
 

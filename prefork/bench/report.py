@@ -200,6 +200,15 @@ def _footer(report):
     lines = [f"{report['jobs']} no-op jobs of {report['payload_bytes']} payload bytes per run, "
              f"{report['pickups']} pickups; backend {report['backend']}"
              + (f", {report['dialect']} dialect." if report.get("dialect") else ".")]
+    cross = report.get("cross_host")
+    if cross:
+        lines.append(f"cross-host pickup (the supervisor hears no same-host doorbell; wake-ups "
+                     f"over UDP on loopback through the registry's address), {cross['workers']} "
+                     f"workers, {cross['pickups']} pickups: p50 {cross['pickup_p50_ms']:.1f} ms, "
+                     f"p99 {cross['pickup_p99_ms']:.1f} ms"
+                     + ("" if cross["idle_stmts_per_s"] is None else
+                        f"; idle {cross['idle_stmts_per_s']:.1f} stmts/s")
+                     + "; targets p50 < 20 ms, p99 < 100 ms, idle no higher than without")
     backlog = report.get("backlog")
     if backlog:
         lines.append(f"through a backlog of {backlog['rows']:,} ready jobs over "

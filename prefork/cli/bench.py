@@ -79,6 +79,11 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Also work through a backlog of N ready jobs over 20 queues and 5 "
                             "priorities with the largest worker count on 5 of the queues "
                             "(MySQL only; e.g. 1000000).")
+    group.add_argument("--cross-host", action="store_true",
+                       help="Also measure pickup latency with the largest worker count when "
+                            "the supervisor hears no same-host doorbell and takes wake-ups over "
+                            "UDP on loopback (doorbell = false, wakeup_bind = 127.0.0.1:0), as "
+                            "one on another host would.")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -100,5 +105,5 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
                 limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
                 scale=args.scale, slow_jobs=args.slow_jobs, delayed=args.delayed,
-                backlog=args.backlog)
+                backlog=args.backlog, cross_host=args.cross_host)
     return run_bench(plan, config)
