@@ -14,6 +14,7 @@ from typing import Any
 
 import pymysql
 
+from ..store.mysql import due_queries as due_sql
 from ..store.mysql import limit_queries as limits_sql
 from ..store.mysql import portable_queries as mysql_sql
 from ..store.mysql import queries as mariadb_sql
@@ -51,10 +52,11 @@ class Planned:
 
 def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
     """(claim, completion) of the mariadb dialect (store/mysql/queries.py)."""
-    one_lease = mariadb_sql.lease_pairs(1)
+    one_lease, one_level = mariadb_sql.lease_pairs(1), due_sql.levels(1)
     claim = [
-        Planned("lock the next ready jobs", mariadb_sql.LOCK_NEXT_READY,
-                lambda s: (s.queue, s.queue, 32),
+        _due_levels(),
+        Planned("lock the next ready jobs", mariadb_sql.LOCK_NEXT_READY.format(levels=one_level),
+                lambda s: (s.queue, 0, s.queue, 32),
                 {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"}),
         Planned("reserve them", mariadb_sql.RESERVE_LOCKED,
                 lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None), {"j": "PRIMARY"}),
@@ -69,6 +71,14 @@ def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
         *_single_completion(),
     ]
     return claim, completion
+
+
+def _due_levels() -> Planned:
+    """Where the due jobs are (due_queries.py), over two queues as a claim of a
+    worker of several queues asks: both dialects send it."""
+    return Planned("find the due priorities", due_sql.due_levels(2),
+                   lambda s: (0, s.queue, s.queue, 32, 1, s.queue + "-next", s.queue + "-next", 32),
+                   {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"})
 
 
 def _limited_claim() -> list[Planned]:
@@ -100,9 +110,11 @@ def mysql_statements() -> tuple[list[Planned], list[Planned]]:
     """(claim, completion) of the mysql dialect (store/mysql/portable_queries.py; a
     handler's own transaction completes with the statements both dialects share)."""
     one_id, one_lease = mariadb_sql.placeholders(1), mariadb_sql.lease_pairs(1)
+    one_level = due_sql.levels(1)
     claim = [
-        Planned("lock the next ready jobs", mysql_sql.LOCK_NEXT_READY_IDS,
-                lambda s: (s.queue, s.queue, 32),
+        _due_levels(),
+        Planned("lock the next ready jobs", mysql_sql.LOCK_NEXT_READY_IDS.format(levels=one_level),
+                lambda s: (s.queue, 0, s.queue, 32),
                 {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"}),
         Planned("reserve them", mysql_sql.RESERVE_IDS.format(ids=one_id),
                 lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None, s.job_id),

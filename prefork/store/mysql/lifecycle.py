@@ -37,34 +37,43 @@ from .queries import (
     placeholders,
     script,
 )
+from .due import MySQLDue, Target, target_args
+from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
-from .session import MySQLSession, micros
+from .session import micros
 
 # Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
 Claimant = tuple[str, float, int | None]
 
 
-class MySQLLifeCycle(MySQLSession):
+class MySQLLifeCycle(MySQLDue):
     # -- claims and group completions ------------------------------------------------
+    # Each first asks where due jobs are (due.py), then claims there only.
 
     def claim(self, queues: Sequence[str], worker: str, lease_seconds: float, limit: int = 1,
               process_id: int | None = None) -> list[Job]:
-        jobs: list[Job] = []
-        for queue in queues:
-            _, claimed = self._run_claim((), queue, limit - len(jobs),
-                                         (worker, lease_seconds, process_id))
-            jobs += claimed
-            if len(jobs) >= limit:
-                break
-        return jobs
+        claimant = (worker, lease_seconds, process_id)
+        return self._claim_targets((), self._due_targets(queues), limit, claimant)[1]
 
     def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
                            lease_seconds: float, process_id: int | None = None,
                            limit: int = 1) -> tuple[set[int], list[Job]]:
-        claimant = (worker, lease_seconds, process_id)
-        completed, jobs = self._run_claim(leases, queues[0], limit, claimant)
-        if not jobs and len(queues) > 1:
-            jobs = self.claim(queues[1:], worker, lease_seconds, limit, process_id)
+        targets = self._due_targets(queues)
+        if not targets:
+            return self.complete_many(leases), []
+        return self._claim_targets(leases, targets, limit, (worker, lease_seconds, process_id))
+
+    def _claim_targets(self, leases: Sequence[Lease], targets: Sequence[Target], limit: int,
+                       claimant: Claimant) -> tuple[set[int], list[Job]]:
+        """Claim up to `limit` jobs from the targets in order, completing `leases`
+        in the first one's transaction: (ids completed, [Job])."""
+        completed: set[int] = set()
+        jobs: list[Job] = []
+        for target in targets:
+            done, claimed = self._run_claim(leases, target, limit - len(jobs), claimant)
+            completed, leases, jobs = completed | done, (), jobs + claimed
+            if len(jobs) >= limit:
+                break
         return completed, jobs
 
     def complete_many(self, leases: Sequence[Lease]) -> set[int]:
@@ -74,22 +83,27 @@ class MySQLLifeCycle(MySQLSession):
             lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases)))
         return _completed_ids(results[-1][0][0])
 
-    def _run_claim(self, leases: Sequence[Lease], queue: str, limit: int,
+    def _run_claim(self, leases: Sequence[Lease], target: Target, limit: int,
                    claimant: Claimant) -> tuple[set[int], list[Job]]:
         """In one transaction, complete `leases` (none for a plain claim) and claim up
-        to `limit` jobs of one queue; returns (ids of the jobs it completed, [Job])."""
+        to `limit` jobs of one target; returns (ids of the jobs it completed, [Job])."""
         worker, lease_seconds, process_id = claimant
-        claim_script = _fenced(COMPLETE_AND_CLAIM, leases) if leases else CLAIM
-        args = _flat(leases) + (queue, queue, limit, secrets.token_hex(16),
-                                micros(lease_seconds), worker, process_id)
+        claim_script = _fenced(COMPLETE_AND_CLAIM if leases else CLAIM, leases, target)
+        args = (*_flat(leases), *target_args(target), limit, secrets.token_hex(16),
+                micros(lease_seconds), worker, process_id)
         rows, ((completed,),) = self._retry_contention(
             lambda: self._script_results(claim_script, args))
         return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]
 
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
-        # One round trip for all the queues: one count per queue, in one script.
-        counts = self._script_results(script(*[READY_COUNT] * len(queues)),
-                                      [value for queue in queues for value in (queue, queue, limit)])
+        # Idle, one read finds nothing due; else one more round trip counts, one
+        # count per target, in one script.
+        targets = self._due_targets(queues)
+        if not targets:
+            return 0
+        counts = self._script_results(
+            script(*[_fenced(READY_COUNT, (), target) for target in targets]),
+            [value for target in targets for value in (*target_args(target), limit)])
         return sum(int(rows[0][0]) for rows in counts)
 
     # -- one job under its lease -----------------------------------------------------------
@@ -174,9 +188,11 @@ def failed_status(dead: bool, cancelling: int) -> JobStatus:
     return JobStatus.DEAD if dead else JobStatus.READY
 
 
-def _fenced(statement: str, leases: Sequence[Lease]) -> str:
-    """A statement (or script) whose {lease_pairs} fence covers these leases."""
-    return statement.format(lease_pairs=lease_pairs(len(leases)))
+def _fenced(statement: str, leases: Sequence[Lease], target: Target | None = None) -> str:
+    """A statement (or script) whose {lease_pairs} fence covers these leases and whose
+    {levels} list the target's priorities."""
+    count = len(target.priorities) if target else 0
+    return statement.format(lease_pairs=lease_pairs(len(leases)), levels=levels(count))
 
 
 def _flat(leases: Sequence[Lease]) -> tuple[Any, ...]:

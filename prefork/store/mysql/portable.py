@@ -20,6 +20,8 @@ import pymysql
 from ...config import Config
 from ...jobs import Job, Lease
 from ..contract import claimed_job
+from .due import Target, target_args
+from .due_queries import levels
 from .lifecycle import Claimant, MySQLLifeCycle
 from .operations import MySQLOperations
 from .portable_queries import (
@@ -48,18 +50,19 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
     """The parts of the MySQL store that the mysql dialect does its own way."""
     config: Config
 
-    def _run_claim(self, leases: Sequence[Lease], queue: str, limit: int,
+    def _run_claim(self, leases: Sequence[Lease], target: Target, limit: int,
                    claimant: Claimant) -> tuple[set[int], list[Job]]:
-        return self._retry_contention(lambda: self._claim_once(leases, queue, limit, claimant))
+        return self._retry_contention(lambda: self._claim_once(leases, target, limit, claimant))
 
-    def _claim_once(self, leases: Sequence[Lease], queue: str, limit: int,
+    def _claim_once(self, leases: Sequence[Lease], target: Target, limit: int,
                     claimant: Claimant) -> tuple[set[int], list[Job]]:
         """One transaction: complete `leases` (if any) and claim up to `limit` jobs
-        of `queue`; (ids of the jobs done under the leases, [Job])."""
-        first = [START_TRANSACTION, *_completion(leases), LOCK_NEXT_READY_IDS]
+        of one target; (ids of the jobs done under the leases, [Job])."""
+        lock = LOCK_NEXT_READY_IDS.format(levels=levels(len(target.priorities)))
+        first = [START_TRANSACTION, *_completion(leases), lock]
         try:
-            *done, ready = self._script_results(script(*first),
-                                                (*_flat_twice(leases), queue, queue, limit))
+            *done, ready = self._script_results(
+                script(*first), (*_flat_twice(leases), *target_args(target), limit))
             ids = [row[0] for row in ready]
             if ids:
                 rows = self._reserve(ids, claimant)

@@ -11,17 +11,20 @@ KEY UPDATE (deprecated since MySQL 8.0.20). What remains: a plain locking read
 (`SELECT id ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED`), whose ids the
 code binds into the next statement, and single-table UPDATEs by primary key.
 
-Values are bound parameters (%s); {ids} and {lease_pairs} take the placeholder
-lists of queries.placeholders() and queries.lease_pairs().
+Values are bound parameters (%s); {ids}, {lease_pairs} and {levels} take the
+placeholder lists of queries.placeholders(), queries.lease_pairs() and
+due_queries.levels().
 """
 
 # Lock the next ready jobs without limits (limited = 0, an equality of the claim
-# index) of one queue (queue, queue again for the pause check, limit) in claim
-# index order, skipping rows other claimers hold: their ids. The pause check is
-# a subquery, which the outer locking clause does not lock.
+# index) of one queue and some of its due priorities (queue, the priorities
+# ({levels}: due_queries.levels()), queue again for the pause check, limit) in
+# claim index order, skipping rows other claimers hold: their ids. The pause
+# check is a subquery, which the outer locking clause does not lock.
 LOCK_NEXT_READY_IDS = (
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND priority IN ({levels})"
+    " AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
 

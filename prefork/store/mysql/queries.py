@@ -2,8 +2,9 @@
 another statement: each is written out in full, and the code asks for it by name.
 
 Values are always bound parameters (%s). Two bounded compositions exist, both
-in this module: a list of placeholders for n values (placeholders(), lease_pairs()),
-filled into a statement's {ids}, {queues} or {lease_pairs} field; and a script,
+in this module: a list of placeholders for n values (placeholders(), lease_pairs(),
+and due_queries.levels()), filled into a statement's {ids}, {queues}, {lease_pairs}
+or {levels} field; and a script,
 whole statements sent in one round trip (script()). Every time is the server's
 UTC_TIMESTAMP(6), so hosts with skewed clocks agree. Statements on one job by id
 force the primary key: through the lease index they would lock other workers'
@@ -53,16 +54,19 @@ START_TRANSACTION = "START TRANSACTION"
 COMMIT = "COMMIT"
 
 # Lock the next ready jobs without limits (limited = 0: an equality of the claim
-# index, so its order is the ORDER BY) of one queue (queue, queue again for the
+# index, so its order is the ORDER BY) of one queue and some of its priorities
+# (queue, the priorities ({levels}: due_queries.levels()), queue again for the
 # pause check, limit) in index order, skipping rows other claimers hold, and
-# note their ids.
+# note their ids. The priorities are those with due jobs (due_queries.py): each
+# one's range ends at its first row not yet due, so no delayed row is read.
 # FORCE INDEX: the optimizer must never choose a filesort here, which would lock
 # every row it scans. A paused queue is claimed by nobody; its check is not a
 # locking read (FOR UPDATE applies to the outer table only).
 LOCK_NEXT_READY = (
     "SELECT JSON_ARRAYAGG(id) INTO @prefork_claimed FROM ("
     "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND priority IN ({levels})"
+    " AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED) AS next_jobs")
 
@@ -112,7 +116,8 @@ COMPLETED_IDS = "SELECT @prefork_completed"
 
 # --- the scripts: one round trip and one commit each ------------------------------------
 
-# Claim a batch of one queue: its jobs, then the (NULL) completed ids.
+# Claim a batch of one queue's due priorities ({levels}): its jobs, then the
+# (NULL) completed ids.
 CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
                READ_BACK_CLAIMED, COMPLETED_IDS)
 
@@ -120,20 +125,23 @@ CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_NEXT_READY, RESERVE_LOC
 COMPLETE_GROUP = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
                         COMPLETE_LOCKED_GROUP, COMMIT, COMPLETED_IDS)
 
-# Finish a group and claim the next batch in the same transaction.
+# Finish a group ({lease_pairs}) and claim the next batch ({levels}) in the same
+# transaction.
 COMPLETE_AND_CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
                             COMPLETE_LOCKED_GROUP, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
                             READ_BACK_CLAIMED, COMPLETED_IDS)
 
 # --- one job under its lease --------------------------------------------------------------
 
-# How many jobs without limits of one queue are ready (queue, queue, limit),
-# counting at most the limit, from the claim index without locking: the
-# supervisor's look for its idle children (one such statement per queue, in one
-# script). limit_queries.LIMITED_READY_COUNT counts the limited ones.
+# How many jobs without limits of one queue and some of its due priorities are
+# ready (queue, the priorities ({levels}), queue, limit), counting at most the
+# limit, from the claim index without locking: the supervisor's look for its idle
+# children, once due_queries.py found due jobs (one such statement per queue, in
+# one script). limit_queries.LIMITED_READY_COUNT counts the limited ones.
 READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 0 AND priority IN ({levels})"
+    " AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 
