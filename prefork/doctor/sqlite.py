@@ -19,7 +19,8 @@ from .roundtrip import round_trip
 WAL = "wal"
 # (label, statement, the index it must search prefork_jobs by) of the claim and
 # the completion; the rest of a plan is judged by its words alone.
-CLAIM = (("select the next ready jobs", sqlite_sql.CLAIM_SELECT, "ix_prefork_jobs_claim"),
+CLAIM = (("find the next priority", sqlite_sql.NEXT_PRIORITY, "ix_prefork_jobs_claim"),
+         ("select the next ready jobs", sqlite_sql.CLAIM_SELECT, "ix_prefork_jobs_claim"),
          ("select the next limited jobs", limits_sql.LIMITED_WAITING, "ix_prefork_jobs_claim"),
          ("reserve them", sqlite_sql.CLAIM_RESERVE, "INTEGER PRIMARY KEY"))
 COMPLETION = (("check the lease", sqlite_sql.HOLDS_LEASE, "INTEGER PRIMARY KEY"),
@@ -92,7 +93,8 @@ def _plan_params(queue: str) -> dict[str, object]:
     """Values for every parameter the planned statements name (a plan does not
     depend on them; SQLite wants each bound)."""
     now = stamp(utc_now())
-    return {"queue": queue, "now": now, "limit": 32, "id": 1, "token": "0" * 32,
+    return {"queue": queue, "now": now, "limit": 32, "priority": 0, "after": -1, "limited": 0,
+            "id": 1, "token": "0" * 32,
             "lease_until": now, "worker": "doctor", "process_id": None}
 
 

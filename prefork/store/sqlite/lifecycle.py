@@ -15,6 +15,7 @@ from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease, utc_now
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import ClaimedRow, claimed_job
+from .due import priorities
 from .file import stamp, times
 from .paramstyle import FormatCursor
 from .queries import (
@@ -88,9 +89,15 @@ class SQLiteLifeCycle(SQLiteSession):
         now = stamp(utc_now())
         total = 0
         for queue in queues:
-            with closing(self._read(READY_COUNT, {"queue": queue, "now": now, "limit": limit,
-                                                  "limited": int(limited)})) as cursor:
-                total += int(cursor.fetchone()[0])
+            counted = 0
+            for priority in priorities(self._read, queue, limited):
+                with closing(self._read(READY_COUNT, {
+                        "queue": queue, "priority": priority, "now": now,
+                        "limit": limit - counted, "limited": int(limited)})) as cursor:
+                    counted += int(cursor.fetchone()[0])
+                if counted >= limit:
+                    break
+            total += counted
         return total
 
     # -- one job under its lease -----------------------------------------------------------
@@ -189,11 +196,14 @@ def _complete_leases(cursor: sqlite3.Cursor, leases: Sequence[Lease],
 
 def _ready_rows(cursor: sqlite3.Cursor, queues: Sequence[str], limit: int,
                 now: str) -> list[tuple[Any, ...]]:
-    """Up to `limit` ready rows, trying the queues in order (the caller holds the write lock)."""
+    """Up to `limit` due ready rows, trying the queues in order and each queue's
+    priorities in order (the caller holds the write lock)."""
     rows: list[tuple[Any, ...]] = []
     for queue in queues:
-        if len(rows) >= limit:
-            break
-        cursor.execute(CLAIM_SELECT, {"queue": queue, "now": now, "limit": limit - len(rows)})
-        rows.extend(cursor.fetchall())
+        for priority in priorities(cursor.execute, queue, limited=False):
+            cursor.execute(CLAIM_SELECT, {"queue": queue, "priority": priority, "now": now,
+                                          "limit": limit - len(rows)})
+            rows.extend(cursor.fetchall())
+            if len(rows) >= limit:
+                return rows
     return rows

@@ -35,31 +35,40 @@ EXISTING_JOB = "SELECT id FROM prefork_jobs WHERE queue = :queue AND idempotency
 
 # --- claims ------------------------------------------------------------------------------------
 
-# The next ready jobs of one queue in index order, in the column order
-# claimed_job() unpacks. No SKIP LOCKED: the claimer holds the database's write
-# lock, so nobody else can reserve these rows meanwhile. A paused queue is
-# claimed by nobody. Limited jobs are the limited claim's (limits.py): an
-# equality of the claim index, so unlimited jobs never step over them.
+# The priorities of one queue's ready jobs without limits (:limited 0) or with
+# them (1), one at a time: the lowest above :after, from one index entry. A
+# paused queue has none to offer. The claim and the ready count read each
+# priority's due jobs in turn (CLAIM_SELECT, READY_COUNT), so that a range of the
+# claim index ends at its first job not yet due: delayed jobs are never read.
+NEXT_PRIORITY = (
+    "SELECT priority FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    " WHERE status = 'ready' AND queue = :queue AND limited = :limited AND priority > :after"
+    " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
+    " ORDER BY priority LIMIT 1")
+
+# The next due ready jobs of one queue's :priority in index order, in the column
+# order claimed_job() unpacks. No SKIP LOCKED: the claimer holds the database's
+# write lock, so nobody else can reserve these rows meanwhile, nor pause the queue
+# NEXT_PRIORITY found unpaused. Limited jobs are the limited claim's (limits.py):
+# an equality of the claim index, so unlimited jobs never step over them.
 CLAIM_SELECT = (
     "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND limited = 0 AND available_at <= :now"
-    " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
-    " ORDER BY priority, available_at, id LIMIT :limit")
+    " WHERE status = 'ready' AND queue = :queue AND limited = 0 AND priority = :priority"
+    " AND available_at <= :now ORDER BY available_at, id LIMIT :limit")
 
 CLAIM_RESERVE = (
     "UPDATE prefork_jobs SET status = 'reserved', attempts = attempts + 1, lease_token = :token,"
     " lease_until = :lease_until, locked_by = :worker, process_id = :process_id,"
     " updated_at = :now WHERE id = :id")
 
-# How many due jobs of one queue are ready, unlimited ones (:limited 0) or
-# limited ones (1), counting at most :limit, from the claim index (a read: no
-# lock taken).
+# How many due jobs of one queue's :priority are ready, unlimited ones (:limited
+# 0) or limited ones (1), counting at most :limit, from the claim index (a read:
+# no lock taken; NEXT_PRIORITY checked the pause).
 READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status = 'ready' AND queue = :queue AND limited = :limited AND available_at <= :now"
-    " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = :queue AND paused = 1)"
-    " LIMIT :limit)")
+    " WHERE status = 'ready' AND queue = :queue AND limited = :limited AND priority = :priority"
+    " AND available_at <= :now LIMIT :limit)")
 
 # --- one job under its lease ----------------------------------------------------------------
 # The lease fence of complete and extend: our token, still reserved, lease
