@@ -114,7 +114,7 @@ def test_a_supervisor_publishes_the_port_it_got_and_a_bad_bind_stops_the_start(
                       "--wakeup-bind", value, dsn=database[0])
         assert bad.returncode != 0 and "Traceback" not in bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "wakeup_bind" in bad.stderr
-    assert len(store.wakeup_peers()) == 1   # nothing registered by the refused starts
+    assert len(store.running_processes()) == 1   # the refused starts registered nothing
 
 
 def test_prefork_enqueue_and_notify_wake_the_supervisors_of_each_queue(start, database,
@@ -241,7 +241,9 @@ def test_garbage_datagrams_cost_nothing_and_a_ring_still_works(counted_superviso
                b"other-queue 5", b"default\n1", b""]
     idle = commands_in(proxy, WINDOW)
     with_garbage = commands_in(proxy, WINDOW, flood(target, garbage))
-    assert with_garbage <= idle + 3, (idle, with_garbage)
+    # The same idle work in both windows, give or take a heartbeat (2 statements every
+    # 5 s) and a lease recovery (1 every 30 s): no look.
+    assert with_garbage <= idle + 4, (idle, with_garbage)
     # A job nobody rang for, then one forged ring: it is found at once.
     with closing(app_connection(database[1])) as conn:
         prefork.enqueue(conn, PICKUP, {"enqueued_at": time.time()})
