@@ -4,12 +4,14 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
-from ...jobs import JobStatus
+from ...jobs import FINISHED_STATES, JobStatus
 from . import compat, execution
 from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
 
+# Django's task states have no cancelled one: a cancelled task did not succeed.
 STATUS = {JobStatus.READY: "READY", JobStatus.RESERVED: "RUNNING",
-          JobStatus.DONE: "SUCCESSFUL", JobStatus.DEAD: "FAILED"}
+          JobStatus.DONE: "SUCCESSFUL", JobStatus.DEAD: "FAILED",
+          JobStatus.CANCELLED: "FAILED"}
 
 
 class JobRow(NamedTuple):
@@ -70,8 +72,8 @@ def _result(known: "execution.KnownTask", result_id: str, job: JobRow,
         enqueued_at=execution.aware(_time(job.created_at)),
         started_at=execution.aware(starts[0] if starts else None),
         last_attempted_at=execution.aware(starts[-1] if starts else None),
-        finished_at=execution.aware(_time(job.finished_at)) if status in (
-            JobStatus.DONE, JobStatus.DEAD) else None,
+        finished_at=execution.aware(_time(job.finished_at)) if status in FINISHED_STATES
+        else None,
         args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=known.alias,
         errors=[compat.TaskError(exception_class_path=row.exception_class_path,
                                  traceback=row.traceback or "")
