@@ -12,7 +12,7 @@ little in the backlog's favour."""
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..jobs import NewJob
 from ..progress import Progress
@@ -58,7 +58,7 @@ class Backlog:
                                       self.tmp / "supervisor-backlog.log")
         try:
             supervisor.start()
-            jobs_per_s = self.measure(supervisor, worked)
+            jobs_per_s, disk_reads = self.measure(supervisor, worked)
         finally:
             supervisor.stop()
         for queue in self.queues:
@@ -66,6 +66,7 @@ class Backlog:
         return {"rows": self.plan.rows, "queues": QUEUES, "priorities": PRIORITIES,
                 "worked_queues": WORKED, "workers": self.plan.workers,
                 "jobs": self.plan.counted, "jobs_per_s": jobs_per_s,
+                "disk_reads_per_job": disk_reads,
                 "empty_jobs_per_s": empty_jobs_per_s, "ratio": jobs_per_s / empty_jobs_per_s,
                 "settled_seconds": None if settled is None else round(settled, 1)}
 
@@ -82,8 +83,11 @@ class Backlog:
                                  for number in numbers])
             self.progress.advance(0)
 
-    def measure(self, supervisor: SupervisorProcess, worked: List[str]) -> float:
-        """Jobs/s from the first job done until `counted` more are done."""
+    def measure(self, supervisor: SupervisorProcess,
+                worked: List[str]) -> Tuple[float, float]:
+        """Jobs/s from the first job done until `counted` more are done, and the pages
+        the server read from disk per job meanwhile (Innodb_buffer_pool_reads: the
+        backlog may not fit the buffer pool)."""
         watch = ProcessWatch(supervisor, self.server)
         deadline = time.monotonic() + START_TIMEOUT
         while (first := self.done(worked)) == 0:
@@ -91,7 +95,7 @@ class Backlog:
             if time.monotonic() > deadline:
                 supervisor.fail(f"no job done within {START_TIMEOUT:g}s")
             time.sleep(FINISH_POLL)
-        started, done = time.monotonic(), first
+        started, done, before = time.monotonic(), first, self.db.counters()
         deadline = finish_deadline(self.plan.counted)
         while done - first < self.plan.counted:
             watch()
@@ -102,7 +106,9 @@ class Backlog:
             now = self.done(worked)
             self.progress.advance(min(now, first + self.plan.counted) - done)
             done = now
-        return (done - first) / (time.monotonic() - started)
+        seconds, after = time.monotonic() - started, self.db.counters()
+        reads = after["Innodb_buffer_pool_reads"] - before["Innodb_buffer_pool_reads"]
+        return (done - first) / seconds, reads / (done - first)
 
     def done(self, worked: List[str]) -> int:
         return sum(self.db.done(queue) for queue in worked)

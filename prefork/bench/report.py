@@ -216,7 +216,9 @@ def _footer(report):
                      f"{backlog['workers']} workers on {backlog['worked_queues']} of the queues: "
                      f"{backlog['jobs_per_s']:,.0f} jobs/s over {backlog['jobs']:,} jobs = "
                      f"{backlog['ratio']:.2f}x of the empty queue "
-                     f"({backlog['empty_jobs_per_s']:,.0f} jobs/s); target >= 0.9x")
+                     f"({backlog['empty_jobs_per_s']:,.0f} jobs/s), "
+                     f"{backlog['disk_reads_per_job']:.2f} pages read from disk per job; "
+                     "target >= 0.9x")
     done = report.get("done_rows")
     if done:
         lines.append(f"with {done['rows']:,} done rows in the table: {done['workers']} workers "

@@ -127,11 +127,12 @@ BENCH_DELETE_LIMIT_GROUPS = ("DELETE FROM prefork_limit_groups"
 
 # Server counters, server-wide and of this connection alone (to subtract the
 # bench's own), of the names BENCH_COUNTER_NAMES (the parameters).
-# Handler_read_next: index entries read in order (a range scan's rows).
+# Handler_read_next: index entries read in order (a range scan's rows);
+# Innodb_buffer_pool_reads: pages read from disk (not found in the buffer pool).
 BENCH_COUNTER_NAMES = ("Questions", "Com_commit", "Handler_commit", "Innodb_log_writes",
-                       "Handler_read_next")
-BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s)"
-BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s)"
+                       "Handler_read_next", "Innodb_buffer_pool_reads")
+BENCH_GLOBAL_COUNTERS = "SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s, %s)"
+BENCH_SESSION_COUNTERS = "SHOW SESSION STATUS WHERE Variable_name IN (%s, %s, %s, %s, %s, %s)"
 
 # A big table of finished jobs, made fast: one done row, then copies of itself.
 BENCH_SEED_DONE = (
