@@ -102,7 +102,7 @@ def test_migrating_a_file_with_jobs_keeps_ids_counter_indexes_trigger_and_integr
     jobs_and_results(conn)
     before = rows(conn)
     store = SQLiteStore(sqlite_config(dsn))
-    assert store.migrate() == [6]
+    assert store.migrate() == [6, 7]
     assert rows(conn) == before
     assert conn.execute("SELECT concurrency_key, limited, cancel_requested_at FROM prefork_jobs"
                         " GROUP BY 1, 2, 3").fetchall() == [("", 0, None)]
@@ -149,7 +149,7 @@ def test_a_connection_of_the_previous_version_keeps_working_across_the_migration
     previous.execute(PREVIOUS_ENQUEUE, {"now": NOW})
     claimed = previous.execute(PREVIOUS_CLAIM, {"now": NOW}).fetchone()[0]
     store = SQLiteStore(sqlite_config(dsn))
-    assert store.migrate() == [6]
+    assert store.migrate() == [6, 7]
     previous.execute(PREVIOUS_COMPLETE, {"now": NOW, "id": claimed})
     previous.execute(PREVIOUS_ENQUEUE, {"now": NOW})
     assert previous.execute(PREVIOUS_CLAIM, {"now": NOW}).fetchone()[0] == claimed + 1
