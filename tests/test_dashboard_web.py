@@ -465,7 +465,7 @@ def test_bad_settings_are_one_line_and_a_wide_bind_warns(sqlite_migrated, tmp_pa
     loose.write_text("secret\n")
     loose.chmod(0o644)
     for args, env, words in (
-            (["--dashboard-bind", "nowhere"], {}, "dashboard_bind must be HOST:PORT"),
+            (["--dashboard-bind", "nowhere"], {}, "invalid dashboard_bind 'nowhere': expected HOST:PORT"),
             (["--dashboard-password-file", str(loose)], {}, "accessible to its group or others"),
             (["--dashboard-password", "x"], {}, "there is no --dashboard-password flag")):
         result = run_dashboard(dsn, *args, **env)

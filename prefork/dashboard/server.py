@@ -3,7 +3,6 @@
 limits, and no dependency beyond two small helper packages. It needs no process
 manager of its own: `prefork-queue dashboard` runs it in the foreground, and
 SIGTERM or Ctrl-C stops it after the requests in flight."""
-import ipaddress
 import signal
 import sys
 from types import FrameType
@@ -12,6 +11,7 @@ from typing import Any
 from cheroot import wsgi
 
 from .. import logs
+from ..addresses import is_loopback, parse_host_port
 from ..errors import UserError
 from ..events import Event
 
@@ -23,20 +23,7 @@ MAX_REQUEST_BODY = 1024 * 1024
 
 def parse_bind(text: str) -> tuple[str, int]:
     """"127.0.0.1:8187", "[::1]:8187", "localhost:0" -> (host, port)."""
-    host, colon, port = text.strip().rpartition(":")
-    host = host.strip("[]")
-    if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise UserError(f"dashboard_bind must be HOST:PORT, e.g. 127.0.0.1:8187, got {text!r}")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:   # a host name: it may resolve to anything
-        return False
+    return parse_host_port(text, "dashboard_bind", "127.0.0.1:8187", port_zero=True)
 
 
 def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> None:

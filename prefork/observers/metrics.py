@@ -35,17 +35,16 @@ Metrics (a dedicated registry, nothing from the global one):
         enqueued without a concurrency key. Read with the queue figures.
 """
 import collections
-import ipaddress
 import logging
 import os
 import re
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Optional
-from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from .. import registry as handlers
+from ..addresses import is_loopback, parse_host_port
 from ..errors import UserError
 from ..jobs import JobStatus
 from ..limits.rules import LimitUsage
@@ -68,22 +67,7 @@ UNKNOWN_TYPE = "(unknown)"   # a job type with no handler: its name is data, not
 
 def parse_address(text: str) -> tuple[str, int]:
     """(host, port) from HOST:PORT or [IPv6]:PORT; UserError naming the problem otherwise."""
-    problem = f"invalid metrics_address {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9187"
-    try:
-        parts = urlsplit("//" + text.strip())
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        raise UserError(problem) from None
-    if not host or port is None or port == 0 or parts.path or parts.username:
-        raise UserError(problem)
-    return host, port
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+    return parse_host_port(text, "metrics_address", "127.0.0.1:9187")
 
 
 def reason_label(reason: str) -> str:

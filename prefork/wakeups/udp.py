@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from ..addresses import parse_host_port
 from ..errors import UserError
 from .doorbell import read_rings, ring_datagram
 
@@ -35,15 +36,7 @@ class Address(NamedTuple):
 def parse_bind(text: str) -> tuple[str, int]:
     """(host, port) of a wakeup_bind value (HOST:PORT or [IPv6]:PORT, port 0 for any free
     one); a one-line UserError naming the problem otherwise."""
-    problem = f"invalid wakeup_bind {text!r}: expected HOST:PORT, e.g. 10.0.0.5:8188"
-    try:
-        parts = urlsplit("//" + text.strip())
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        raise UserError(problem) from None
-    if not host or port is None or parts.path or parts.query or parts.username:
-        raise UserError(problem)
-    return host, port
+    return parse_host_port(text, "wakeup_bind", "10.0.0.5:8188", port_zero=True)
 
 
 def parse_published(text: str) -> Address | None:
