@@ -193,9 +193,10 @@ SETTINGS: list[Setting] = [
             "pruned by any other, and the jobs its workers held are handed back at once.",
             "supervisor", metavar="S"),
     Setting("wakeup_bind", str, "", "Listen for cross-host wake-ups on this UDP HOST:PORT "
-            "(e.g. 10.0.0.5:8188; port 0 picks one) and publish it in the registry, so that "
-            "producers on other hosts wake this supervisor at once instead of at its next poll "
-            "(off when empty).", "supervisor", metavar="HOST:PORT"),
+            "of a private interface (e.g. 10.0.0.5:8188; port 0 picks one) and publish it in "
+            "the registry: producers anywhere ring it after an enqueue, and the supervisor looks "
+            "at once instead of at its next poll (paced to 20 extra looks/s). Off when empty; "
+            "a restart applies a change.", "supervisor", metavar="HOST:PORT"),
     Setting("doorbell", boolean, True, "Same-host wake-ups through a Unix datagram socket "
             "(false: only polls and wakeup_bind wake this supervisor).", "supervisor",
             metavar="true|false"),
