@@ -47,6 +47,9 @@ class ChildSpec:
     process_id: int      # the supervisor's registry id, recorded with each claim
     max_items: int       # already jittered by the parent; 0 = no limit
     control_fd: int      # the parent writes the ids of our cancelled jobs here
+    # Read the schema's version? Not when the parent knows it current: a child forked
+    # per job (--max-items 1) would spend a round trip on what the parent read.
+    check_schema: bool
 
 
 def run_child(spec: ChildSpec) -> None:
@@ -73,7 +76,8 @@ def _child_main(spec: ChildSpec) -> int:
     title.show("starting")
     try:
         store = open_store(config)
-        store.check_schema()
+        if spec.check_schema:
+            store.check_schema()
     except (UserError,) + driver_errors() as exc:
         event("worker_boot_failed", level=logging.ERROR, slot=spec.slot,
               error=str(exc) if isinstance(exc, UserError) else _described(config, exc))
@@ -110,8 +114,9 @@ def _child_main(spec: ChildSpec) -> int:
         return FATAL_EXIT
     reason = retire.reason(worker.processed)
     if reason and not worker.stopping:
-        # Ask to be recycled, then idle until the parent says when: it lets
-        # one child go at a time so the pool never recycles all at once.
+        # Ask to be recycled, then idle until the parent says when: once our
+        # successor is up (it forks a few at a time, so the pool never recycles
+        # all at once).
         title.show(f"retiring {reason}")
         pipe.send(protocol.Retire(reason))
         while not worker.stopping:

@@ -60,6 +60,9 @@ class ChildProcess:
         self.unsaved: dict[int, FinishedJob] = {}
         self.retire_reason: Optional[str] = None  # asks to be recycled (max-items, max-memory)
         self.stop_cause: Optional[str] = None     # why we told it to stop; None while wanted
+        # The child forked to take over from this one, which goes once that is ready.
+        self.successor: Optional[int] = None
+        self.checked_schema_of: Optional[str] = None   # the DSN it checks the schema of, if any
         self.kill_reason: Optional[str] = None    # why we killed it, if we did
         self.charge_job = True      # does its death count against the job it holds?
         self.deadline: Optional[Deadline] = None

@@ -5,14 +5,22 @@ Nothing here forks, reads a pipe or queries: the pool and the loop gather the
 facts and act on the answer; tests/fast/test_supervisor_decisions.py checks
 the rules alone.
 """
+import math
 from datetime import datetime, timezone
 from typing import Callable, Optional, Protocol, Sequence, TypeVar
 
 FIRST_RESTART_BACKOFF = 0.5    # seconds after the first failed start; doubles after each
 WRITE_BEHIND_AFTER = 1.0       # seconds a child's done job may wait for its batch's write
-# Causes of a stop that replace the child, one at a time, so that the pool never
-# surges past workers + 1 processes nor recycles all at once.
-ROLLING_CAUSES = ("reload", "restart", "max-items", "max-memory")
+# Causes of a stop that replace the child, one at a time: the child is stopped
+# first and its replacement started at once (a reload or restart may change what a
+# child is, so the two do not overlap longer than the old one's drain).
+ROLLING_CAUSES = ("reload", "restart")
+# Causes of a recycling: the replacement (a successor) is forked and connected
+# first, and the child goes once it is ready, so that a pool recycling after
+# every job (--max-items 1) keeps its workers claiming instead of recycling in
+# series. Successors and rolling replacements together stay within spares().
+RECYCLE_CAUSES = ("max-items", "max-memory")
+SPARE_SHARE = 4   # at most one process beyond the pool's size per this many workers
 # Seconds by which a process may seem to start after the claim it made: its start
 # time is read in clock ticks, the claim's time on the database's clock.
 START_TIME_SLACK = 1.0
@@ -33,6 +41,8 @@ class ChildFacts(Protocol):
     def retire_reason(self) -> Optional[str]: ...  # the child (or a restart) asks to go
     @property
     def stop_cause(self) -> Optional[str]: ...     # why we told it to stop; None: wanted
+    @property
+    def successor(self) -> Optional[int]: ...      # pid of the child forked to replace it
 
 
 Child = TypeVar("Child", bound=ChildFacts)
@@ -48,15 +58,57 @@ def extras(wanted: Sequence[Child], target: int) -> list[Child]:
     return sorted(wanted, key=retire_order)[:max(0, len(wanted) - target)]
 
 
-def next_replacement(children: Sequence[Child], generation: int) -> Optional[Child]:
-    """The child to replace now (reload, restart, recycling), if any: none while
-    another is being replaced; else the first in retire order among the wanted
-    ones that asked to retire or belong to an older generation."""
-    if any(child.stop_cause in ROLLING_CAUSES for child in children):
+def spares(workers: int) -> int:
+    """How many processes beyond `workers` recycling and replacements may add: one per
+    SPARE_SHARE workers, at least one. Bounded by the pool's size, so recycling never
+    stampedes (at most a quarter of the pool forks and connects at once) and a pool
+    of 3 replaces one child at a time, as before."""
+    return max(1, math.ceil(workers / SPARE_SHARE))
+
+
+def overlapping(children: Sequence[ChildFacts]) -> int:
+    """The processes beyond the wanted ones that replacements account for: children
+    whose successor is forked (until they are reaped), and children stopped for a
+    rolling replacement (theirs started at once)."""
+    return sum(1 for child in children
+               if child.successor is not None or child.stop_cause in ROLLING_CAUSES)
+
+
+def recycling(child: ChildFacts) -> bool:
+    """Does the child ask to be recycled (max-items, max-memory), not yet stopped?"""
+    return child.stop_cause is None and child.retire_reason in RECYCLE_CAUSES
+
+
+def successors_due(children: Sequence[Child], spare_count: int) -> list[Child]:
+    """The recycling children to fork a successor for now, in retire order: as many
+    as the spares left over by the replacements under way allow."""
+    room = spare_count - overlapping(children)
+    waiting = [child for child in children if recycling(child) and child.successor is None]
+    return sorted(waiting, key=retire_order)[:max(0, room)]
+
+
+def next_replacement(children: Sequence[Child], generation: int,
+                     spare_count: int) -> Optional[Child]:
+    """The child to replace now (reload, restart), if any: none while another is
+    being replaced or no spare is left; else the first in retire order among the
+    wanted ones that asked to retire or belong to an older generation. (A child
+    that asks to be recycled gets a successor instead: successors_due.)"""
+    if any(child.stop_cause in ROLLING_CAUSES for child in children) \
+            or overlapping(children) >= spare_count:
         return None
-    candidates = [child for child in children if child.stop_cause is None
+    candidates = [child for child in children
+                  if child.stop_cause is None and child.successor is None
+                  and not recycling(child)
                   and (child.retire_reason or child.generation != generation)]
     return min(candidates, key=retire_order) if candidates else None
+
+
+def predecessors_to_stop(children: Sequence[Child], ready: Callable[[int], Optional[bool]]
+                         ) -> list[Child]:
+    """The recycling children whose successor is up: ready(pid) is True once that
+    child said it is ready (None: it is gone)."""
+    return [child for child in children if recycling(child) and child.successor is not None
+            and ready(child.successor)]
 
 
 def restart_request_applies(requested_at: Optional[datetime], database_now: datetime,

@@ -1,6 +1,7 @@
 """The pool of children: fork them, reap them, stop or kill them, keep their
-number at the target, replace them one at a time (reload, restart, recycling),
-and back off when they fail to start.
+number at the target, replace them (one at a time for a reload or restart; a
+recycled child once its successor is up, within a bound of spares), and back
+off when they fail to start.
 
 What to do is decided in decisions.py; this module does it.
 """
@@ -10,7 +11,7 @@ import os
 import random
 import signal
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from .. import registry
 from ..logs import event
@@ -30,11 +31,18 @@ class Pool:
         self.restart_failures = 0     # failed starts in a row
         self.next_spawn_at = 0.0
         self.cancels = Cancels()   # running jobs cancelled: children told, killed past the grace
+        # The DSN whose schema is known to be current, so that a new child need not
+        # read it again: the parent's Upkeep checked it before the first fork. A
+        # child the database failed forgets it (the schema may be gone), until a
+        # child that checked it again is up.
+        self.schema_known_for: Optional[str] = config.dsn
 
     # -- who is who ----------------------------------------------------------------
 
     def wanted(self) -> list[ChildProcess]:
-        return [c for c in self.children.values() if not c.stopping]
+        """The children that make up the pool: not stopping, and not handing over
+        to a successor (which counts in their place)."""
+        return [c for c in self.children.values() if not c.stopping and c.successor is None]
 
     def waiting(self) -> list[ChildProcess]:
         return [c for c in self.children.values() if c.waiting and not c.stopping]
@@ -54,16 +62,19 @@ class Pool:
 
     # -- spawn and reap --------------------------------------------------------------
 
-    def spawn(self, process_id: int) -> None:
-        slot = self._free_slot()
+    def spawn(self, process_id: int, slot: Optional[int] = None) -> int:
+        """Fork a child (in a free slot, or the given one: a successor takes its
+        predecessor's); its pid."""
+        slot = slot or self._free_slot()
         read_fd, write_fd = os.pipe()           # child -> parent: what it does
         wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
         control_read_fd, control_fd = os.pipe()  # parent -> child: its jobs cancelled
         max_items = self.config.max_items
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
+        check_schema = self.config.dsn != self.schema_known_for
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
-                                      process_id, max_items, control_read_fd)
+                                      process_id, max_items, control_read_fd, check_schema)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
@@ -80,9 +91,11 @@ class Pool:
         os.set_blocking(read_fd, False)
         os.set_blocking(wake_fd, False)
         os.set_blocking(control_fd, False)
-        self.children[pid] = ChildProcess(pid, slot, self.generation, read_fd, wake_fd,
-                                          control_fd)
+        child = ChildProcess(pid, slot, self.generation, read_fd, wake_fd, control_fd)
+        child.checked_schema_of = self.config.dsn if check_schema else None
+        self.children[pid] = child
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
+        return pid
 
     def _free_slot(self) -> int:
         used = {c.slot for c in self.children.values() if not c.stopping}
@@ -99,6 +112,8 @@ class Pool:
                 return
             child = self.children.pop(pid, None)
             if child is not None:
+                if os.WIFEXITED(status) and os.WEXITSTATUS(status) == child_module.FATAL_EXIT:
+                    self.schema_known_for = None
                 yield child, status
 
     def back_off_restarts(self, cause: str) -> None:
@@ -140,17 +155,45 @@ class Pool:
     # -- keeping the pool -----------------------------------------------------------------
 
     def manage(self, target: int, process_id: int) -> None:
-        """Stop the extras, replace one child that should go, start the missing."""
+        """Stop the extras, replace the children that should go, start the missing."""
         for extra in decisions.extras(self.wanted(), target):
             self.stop(extra, "scale down")
-        replaced = decisions.next_replacement(list(self.children.values()), self.generation)
+        spare_count = decisions.spares(target)
+        replaced = decisions.next_replacement(list(self.children.values()), self.generation,
+                                              spare_count)
         if replaced is not None:
             self.stop(replaced, replaced.retire_reason or "reload")
+        self._recycle(process_id, spare_count)
         missing = target - len(self.wanted())
-        if missing > 0 and time.monotonic() >= self.next_spawn_at and not self.probing():
+        if missing > 0 and self._may_spawn():
             # After a failed start, probe with one child until one comes up.
             for _ in range(1 if self.restart_failures else missing):
                 self.spawn(process_id)
+
+    def _recycle(self, process_id: int, spare_count: int) -> None:
+        """Hand over from the children that ask to be recycled: stop those whose
+        successor is ready, and fork successors as the spares allow."""
+        for child in self.children.values():
+            if child.successor is not None and child.successor not in self.children \
+                    and child.stop_cause is None:
+                child.successor = None   # it failed to start: another is forked later
+            if child.ready and child.checked_schema_of:
+                self.schema_known_for = child.checked_schema_of
+        for child in decisions.predecessors_to_stop(list(self.children.values()), self._ready):
+            self.stop(child, child.retire_reason or "max-items")
+        if not self._may_spawn():
+            return
+        for child in decisions.successors_due(list(self.children.values()), spare_count):
+            child.successor = self.spawn(process_id, child.slot)
+            if self.restart_failures:
+                return   # probe with one child until one comes up
+
+    def _ready(self, pid: int) -> Optional[bool]:
+        child = self.children.get(pid)
+        return None if child is None else child.ready
+
+    def _may_spawn(self) -> bool:
+        return time.monotonic() >= self.next_spawn_at and not self.probing()
 
     def wake_waiting(self, jobs: int) -> None:
         for child in self.waiting()[:jobs]:

@@ -15,6 +15,7 @@ class Child:
     retire_reason: Optional[str] = None
     stop_cause: Optional[str] = None
     started_wall: float = 0.0
+    successor: Optional[int] = None
 
 
 def names(children):
@@ -35,24 +36,68 @@ def test_extras_are_idle_before_busy_then_oldest_first():
 def test_a_reload_replaces_the_older_generation_idle_and_oldest_first():
     children = [Child("new-gen", 1, generation=2), Child("busy", 2, busy=True, generation=1),
                 Child("idle-young", 4, generation=1), Child("idle-old", 3, generation=1)]
-    assert decisions.next_replacement(children, generation=2).name == "idle-old"
-    assert decisions.next_replacement(children, generation=1).name == "new-gen"
+    assert decisions.next_replacement(children, generation=2, spare_count=1).name == "idle-old"
+    assert decisions.next_replacement(children, generation=1, spare_count=1).name == "new-gen"
 
 
 def test_one_rolling_replacement_at_a_time():
-    children = [Child("retiring", 1, retire_reason="max-items"), Child("old", 2, generation=0)]
-    assert decisions.next_replacement(children, generation=1).name == "retiring"
+    children = [Child("restarting", 1, retire_reason="restart"), Child("old", 2, generation=0)]
+    assert decisions.next_replacement(children, 1, spare_count=4).name == "restarting"
     for cause in decisions.ROLLING_CAUSES:
         children[0].stop_cause = cause   # being replaced: the next waits for it
-        assert decisions.next_replacement(children, generation=1) is None
+        assert decisions.next_replacement(children, 1, spare_count=4) is None
     children[0].stop_cause = "scale down"   # not a replacement: the next may go
-    assert decisions.next_replacement(children, generation=1).name == "old"
+    assert decisions.next_replacement(children, 1, spare_count=4).name == "old"
+
+
+def test_a_rolling_replacement_waits_while_successors_use_the_spares():
+    children = [Child("old", 1, generation=0), Child("handing-over", 2, generation=1,
+                                                    retire_reason="max-items", successor=99)]
+    assert decisions.next_replacement(children, 1, spare_count=1) is None
+    assert decisions.next_replacement(children, 1, spare_count=2).name == "old"
+
+
+def test_recycling_gets_a_successor_not_a_rolling_stop():
+    recycling = Child("recycling", 1, retire_reason="max-items", generation=0)
+    assert decisions.next_replacement([recycling], generation=1, spare_count=2) is None
+    assert names(decisions.successors_due([recycling], spare_count=2)) == ["recycling"]
+
+
+def test_successors_are_forked_within_the_spares_idle_then_oldest_first():
+    children = [Child(f"retiring-{age}", age, retire_reason="max-items") for age in (3, 1, 2)]
+    children.append(Child("busy-leaking", 0, busy=True, retire_reason="max-memory"))
+    children.append(Child("working", 0))
+    assert names(decisions.successors_due(children, spare_count=2)) == ["retiring-1",
+                                                                       "retiring-2"]
+    children[1].successor = 101   # retiring-1 has its successor: one spare left
+    assert names(decisions.successors_due(children, spare_count=2)) == ["retiring-2"]
+    children[2].successor = 102
+    assert decisions.successors_due(children, spare_count=2) == []
+    # A child stopped for a reload holds a spare until it is reaped, as a predecessor does.
+    children[1].successor = children[2].successor = None
+    children[4].stop_cause = "reload"
+    assert names(decisions.successors_due(children, spare_count=2)) == ["retiring-1"]
+
+
+def test_a_predecessor_is_stopped_once_its_successor_is_ready():
+    waiting = Child("waiting", 1, retire_reason="max-items", successor=11)
+    handed = Child("handed-over", 2, retire_reason="max-items", successor=12)
+    stopped = Child("stopped", 3, retire_reason="max-items", successor=13,
+                    stop_cause="max-items")
+    ready = {11: False, 12: True, 13: True}
+    chosen = decisions.predecessors_to_stop([waiting, handed, stopped], ready.get)
+    assert names(chosen) == ["handed-over"]
+
+
+def test_spares_are_a_quarter_of_the_pool_and_at_least_one():
+    assert [decisions.spares(workers) for workers in (1, 3, 4, 5, 8, 9, 32)] == \
+        [1, 1, 1, 2, 2, 3, 8]
 
 
 def test_nothing_to_replace_when_every_child_is_current():
     children = [Child("a", 1, generation=3), Child("b", 2, generation=3)]
-    assert decisions.next_replacement(children, generation=3) is None
-    assert decisions.next_replacement([], generation=3) is None
+    assert decisions.next_replacement(children, generation=3, spare_count=1) is None
+    assert decisions.next_replacement([], generation=3, spare_count=1) is None
 
 
 # -- the restart request (database clock) ---------------------------------------------

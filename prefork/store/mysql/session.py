@@ -3,6 +3,7 @@ and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
 import math
 import random
+import ssl
 import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -72,30 +73,51 @@ def error_code(exc: BaseException) -> int | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
 
 
+class _Connection(pymysql.connections.Connection):
+    """PyMySQL's connection, with the TLS context of its default mode (TLS when the
+    server offers it, unverified) built once per process instead of once per
+    connection. Building one loads the system's CA store: some 15 ms of CPU, which
+    a child forked per job (--max-items 1) would pay for each job. The parent
+    builds it at its first connect, before any fork: children inherit it."""
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        driver = cast(Any, super())   # the private method is not in PyMySQL's stubs
+        if sslp:   # TLS options given: the driver's own context (we pass none today)
+            return cast(ssl.SSLContext, driver._create_ssl_ctx(sslp))
+        if not _DEFAULT_TLS:
+            _DEFAULT_TLS.append(driver._create_ssl_ctx(sslp))
+        return _DEFAULT_TLS[0]
+
+
+_DEFAULT_TLS: list[ssl.SSLContext] = []   # _Connection's, once built
+
+
 def connect(config: Config, dsn_args: dict[str, Any],
             password: str | None) -> tuple[pymysql.connections.Connection, Server, Flavor]:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
     transactions bounded by a lease; the server it reached and the dialect to
     speak to it. Connection failures are one-line errors, and so is a server
-    too old for the queue or for the dialect asked for."""
+    too old for the queue or for the dialect asked for.
+
+    Two round trips after the login: the driver's SET NAMES, then our settings
+    in one script (a forked child connects once per max-items, so each round
+    trip of its set-up counts; PyMySQL's own init_command would be a third)."""
     _check_sendable(password)
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
         # every value in them is still a bound parameter.
-        conn = pymysql.connect(
+        conn = _Connection(
             password=password or "", charset="utf8mb4", autocommit=True,
             client_flag=CLIENT.MULTI_STATEMENTS,
             connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
-            write_timeout=config.write_timeout,
-            init_command=SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
-            **dsn_args)
+            write_timeout=config.write_timeout, **dsn_args)
         try:
             # The version of the handshake: known without a round trip.
             server = parse_version(str(cast(Any, conn).get_server_info()))
             check_supported(server)
             dialect = dialect_for(server, config.dialect)
-            _set_up(conn, dialect, config.lease_seconds)
+            _set_up(conn, dialect, config)
         except BaseException:
             conn.close()
             raise
@@ -105,20 +127,27 @@ def connect(config: Config, dsn_args: dict[str, Any],
     return conn, server, dialect
 
 
-def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, lease_seconds: float) -> None:
-    """The session settings init_command does not make, which depend on the dialect."""
+def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, config: Config) -> None:
+    """Our session settings, in one round trip: a script of the named statements,
+    the last one the dialect's own."""
+    statements = [SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
+                  READ_COMMITTED]
+    args: tuple[int, ...] = ()
+    if dialect is Flavor.MARIADB:
+        # End a transaction left idle longer than a lease. A worker whose host
+        # vanished inside job.transaction() would otherwise keep its job's row
+        # locked until the server notices the dead connection (hours), and
+        # recovery, which skips locked rows, could not return the job when its
+        # lease ends. (The mysql dialect bounds that span its own way: see
+        # portable.py.)
+        statements.append(IDLE_TRANSACTION_TIMEOUT)
+        args = (idle_seconds(config.lease_seconds),)
+    else:
+        statements.append(MYSQL_SQL_MODE)
+    # The server answers every statement of the script at once; closing the
+    # cursor reads the answers after the first (and raises the error of any).
     with conn.cursor() as cursor:
-        cursor.execute(READ_COMMITTED)
-        if dialect is Flavor.MARIADB:
-            # End a transaction left idle longer than a lease. A worker whose host
-            # vanished inside job.transaction() would otherwise keep its job's row
-            # locked until the server notices the dead connection (hours), and
-            # recovery, which skips locked rows, could not return the job when its
-            # lease ends. (The mysql dialect bounds that span its own way: see
-            # portable.py.)
-            cursor.execute(IDLE_TRANSACTION_TIMEOUT, (idle_seconds(lease_seconds),))
-        else:
-            cursor.execute(MYSQL_SQL_MODE)
+        cursor.execute(";\n".join(statements), args or None)
 
 
 def idle_seconds(lease_seconds: float) -> int:
@@ -156,6 +185,10 @@ class MySQLSession(Store):
     # Whether the server takes multi-statement queries from us now: on from connect()
     # for our scripts, off while a handler holds our cursor (see _multi_statements).
     multi_statements_on = True
+
+    def connection_id(self) -> int:
+        """The server's id of our session, from its greeting (no round trip)."""
+        return int(cast(Any, self.conn).thread_id())
 
     def _multi_statements(self, enabled: bool) -> None:
         """Turn multi-statement queries on or off, only when that changes anything:
