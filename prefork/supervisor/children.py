@@ -45,8 +45,10 @@ class Deadline:
 
 class ChildProcess:
     def __init__(self, pid: int, slot: int, generation: int, read_fd: int, wake_fd: int,
-                 control_fd: int) -> None:
+                 control_fd: int, max_items: int = 0) -> None:
         self.pid, self.slot, self.generation = pid, slot, generation
+        self.max_items = max_items   # it retires after that many jobs (0: never)
+        self.jobs_started = 0
         self.read_fd, self.wake_fd = read_fd, wake_fd
         self.control_fd = control_fd   # parent -> child: ids of its cancelled jobs (cancels.py)
         self.reader = protocol.LineReader(read_fd)
@@ -76,6 +78,11 @@ class ChildProcess:
         return self.job is not None
 
     @property
+    def last_job(self) -> bool:
+        """Has it started the last job its max-items lets it run?"""
+        return bool(self.max_items) and self.jobs_started >= self.max_items
+
+    @property
     def unsaved_since(self) -> float:
         """When the oldest unsaved job ended (there must be one)."""
         return min(finished.ended for finished in self.unsaved.values())
@@ -94,6 +101,7 @@ class ChildProcess:
             case protocol.Busy(lease, job_type, queue):
                 self.held = tuple(held for held in self.held if held.job_id != lease.job_id)
                 self.waiting = False
+                self.jobs_started += 1
                 self.job = RunningJob(lease, job_type, queue, time.monotonic())
             case protocol.Waiting():
                 self.waiting = True

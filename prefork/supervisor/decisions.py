@@ -15,10 +15,13 @@ WRITE_BEHIND_AFTER = 1.0       # seconds a child's done job may wait for its bat
 # first and its replacement started at once (a reload or restart may change what a
 # child is, so the two do not overlap longer than the old one's drain).
 ROLLING_CAUSES = ("reload", "restart")
-# Causes of a recycling: the replacement (a successor) is forked and connected
-# first, and the child goes once it is ready, so that a pool recycling after
-# every job (--max-items 1) keeps its workers claiming instead of recycling in
-# series. Successors and rolling replacements together stay within spares().
+# Causes of a recycling. A child that starts its last job (max-items) gets its
+# successor forked and connected while it runs it, and goes once both are done;
+# successors and rolling replacements together stay within spares(). A child
+# that asks to go with no successor (max-memory, or no spare left) holds nothing
+# and would only idle: it is stopped at once and replaced once it has exited.
+# So a pool recycling after every job (--max-items 1) recycles in parallel,
+# never beyond workers + spares processes.
 RECYCLE_CAUSES = ("max-items", "max-memory")
 SPARE_SHARE = 4   # at most one process beyond the pool's size per this many workers
 # Seconds by which a process may seem to start after the claim it made: its start
@@ -43,6 +46,8 @@ class ChildFacts(Protocol):
     def stop_cause(self) -> Optional[str]: ...     # why we told it to stop; None: wanted
     @property
     def successor(self) -> Optional[int]: ...      # pid of the child forked to replace it
+    @property
+    def last_job(self) -> bool: ...                # has it started its max-items'th job?
 
 
 Child = TypeVar("Child", bound=ChildFacts)
@@ -54,8 +59,10 @@ def retire_order(child: ChildFacts) -> tuple[bool, float]:
 
 
 def extras(wanted: Sequence[Child], target: int) -> list[Child]:
-    """The children to stop when more are wanted than the target (in retire order)."""
-    return sorted(wanted, key=retire_order)[:max(0, len(wanted) - target)]
+    """The children to stop when more are wanted than the target (in retire order),
+    among those not stopping yet."""
+    going = [child for child in wanted if child.stop_cause is None]
+    return sorted(going, key=retire_order)[:max(0, len(wanted) - target)]
 
 
 def spares(workers: int) -> int:
@@ -74,14 +81,20 @@ def overlapping(children: Sequence[ChildFacts]) -> int:
                if child.successor is not None or child.stop_cause in ROLLING_CAUSES)
 
 
-def recycling(child: ChildFacts) -> bool:
-    """Does the child ask to be recycled (max-items, max-memory), not yet stopped?"""
+def retired(child: ChildFacts) -> bool:
+    """Has the child asked to be recycled (max-items, max-memory), not yet stopped?"""
     return child.stop_cause is None and child.retire_reason in RECYCLE_CAUSES
 
 
+def recycling(child: ChildFacts) -> bool:
+    """Is the child to be recycled: asked to, or running its last job?"""
+    return retired(child) or (child.stop_cause is None and child.last_job)
+
+
 def successors_due(children: Sequence[Child], spare_count: int) -> list[Child]:
-    """The recycling children to fork a successor for now, in retire order: as many
-    as the spares left over by the replacements under way allow."""
+    """The recycling children to fork a successor for now, in retire order (those
+    that asked first, then the oldest on its last job): as many as the spares left
+    over by the replacements under way allow."""
     room = spare_count - overlapping(children)
     waiting = [child for child in children if recycling(child) and child.successor is None]
     return sorted(waiting, key=retire_order)[:max(0, room)]
@@ -105,10 +118,17 @@ def next_replacement(children: Sequence[Child], generation: int,
 
 def predecessors_to_stop(children: Sequence[Child], ready: Callable[[int], Optional[bool]]
                          ) -> list[Child]:
-    """The recycling children whose successor is up: ready(pid) is True once that
-    child said it is ready (None: it is gone)."""
-    return [child for child in children if recycling(child) and child.successor is not None
+    """The children that asked to be recycled whose successor is up: ready(pid) is
+    True once that child said it is ready (None: it is gone)."""
+    return [child for child in children if retired(child) and child.successor is not None
             and ready(child.successor)]
+
+
+def stops_due(children: Sequence[Child], successors: Sequence[Child]) -> list[Child]:
+    """The children that asked to be recycled and get no successor (none forked,
+    none about to be): stopped at once, replaced once they have exited."""
+    return [child for child in children if retired(child) and child.successor is None
+            and child not in successors]
 
 
 def restart_request_applies(requested_at: Optional[datetime], database_now: datetime,

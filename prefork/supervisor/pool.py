@@ -40,9 +40,11 @@ class Pool:
     # -- who is who ----------------------------------------------------------------
 
     def wanted(self) -> list[ChildProcess]:
-        """The children that make up the pool: not stopping, and not handing over
-        to a successor (which counts in their place)."""
-        return [c for c in self.children.values() if not c.stopping and c.successor is None]
+        """The children that make up the pool: not stopping, and not handing over to
+        a successor (which counts in their place). A recycled child without one
+        keeps its place until it has exited: only then is it replaced."""
+        return [c for c in self.children.values() if c.successor is None
+                and c.stop_cause in (None,) + decisions.RECYCLE_CAUSES]
 
     def waiting(self) -> list[ChildProcess]:
         return [c for c in self.children.values() if c.waiting and not c.stopping]
@@ -62,10 +64,10 @@ class Pool:
 
     # -- spawn and reap --------------------------------------------------------------
 
-    def spawn(self, process_id: int, slot: Optional[int] = None) -> int:
-        """Fork a child (in a free slot, or the given one: a successor takes its
-        predecessor's); its pid."""
-        slot = slot or self._free_slot()
+    def spawn(self, process_id: int, predecessor: Optional[ChildProcess] = None) -> int:
+        """Fork a child (the successor of predecessor, in its slot; else in a free
+        slot); its pid."""
+        slot = predecessor.slot if predecessor else self._free_slot()
         read_fd, write_fd = os.pipe()           # child -> parent: what it does
         wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
         control_read_fd, control_fd = os.pipe()  # parent -> child: its jobs cancelled
@@ -91,10 +93,12 @@ class Pool:
         os.set_blocking(read_fd, False)
         os.set_blocking(wake_fd, False)
         os.set_blocking(control_fd, False)
-        child = ChildProcess(pid, slot, self.generation, read_fd, wake_fd, control_fd)
+        child = ChildProcess(pid, slot, self.generation, read_fd, wake_fd, control_fd,
+                             max_items)
         child.checked_schema_of = self.config.dsn if check_schema else None
         self.children[pid] = child
-        event("worker_spawned", pid=pid, slot=slot, generation=self.generation)
+        event("worker_spawned", pid=pid, slot=slot, generation=self.generation,
+              **({"replaces": predecessor.pid} if predecessor else {}))
         return pid
 
     def _free_slot(self) -> int:
@@ -171,8 +175,8 @@ class Pool:
                 self.spawn(process_id)
 
     def _recycle(self, process_id: int, spare_count: int) -> None:
-        """Hand over from the children that ask to be recycled: stop those whose
-        successor is ready, and fork successors as the spares allow."""
+        """Hand over from the children to be recycled: stop those whose successor is
+        ready, fork successors as the spares allow, stop the others that asked."""
         for child in self.children.values():
             if child.successor is not None and child.successor not in self.children \
                     and child.stop_cause is None:
@@ -181,12 +185,14 @@ class Pool:
                 self.schema_known_for = child.checked_schema_of
         for child in decisions.predecessors_to_stop(list(self.children.values()), self._ready):
             self.stop(child, child.retire_reason or "max-items")
-        if not self._may_spawn():
-            return
-        for child in decisions.successors_due(list(self.children.values()), spare_count):
-            child.successor = self.spawn(process_id, child.slot)
-            if self.restart_failures:
-                return   # probe with one child until one comes up
+        successors = decisions.successors_due(list(self.children.values()), spare_count) \
+            if self._may_spawn() else []
+        # After a failed start, probe with one child until one comes up.
+        successors = successors[:1] if self.restart_failures else successors
+        for child in successors:
+            child.successor = self.spawn(process_id, child)
+        for child in decisions.stops_due(list(self.children.values()), successors):
+            self.stop(child, child.retire_reason or "max-items")
 
     def _ready(self, pid: int) -> Optional[bool]:
         child = self.children.get(pid)

@@ -16,6 +16,7 @@ class Child:
     stop_cause: Optional[str] = None
     started_wall: float = 0.0
     successor: Optional[int] = None
+    last_job: bool = False
 
 
 def names(children):
@@ -77,6 +78,32 @@ def test_successors_are_forked_within_the_spares_idle_then_oldest_first():
     children[1].successor = children[2].successor = None
     children[4].stop_cause = "reload"
     assert names(decisions.successors_due(children, spare_count=2)) == ["retiring-1"]
+
+
+def test_a_child_on_its_last_job_gets_a_successor_after_those_that_asked():
+    last = Child("last-job", 1, busy=True, last_job=True)
+    asked = Child("asked", 5, retire_reason="max-items")
+    assert names(decisions.successors_due([last, asked], spare_count=1)) == ["asked"]
+    assert names(decisions.successors_due([last, asked], spare_count=2)) == ["asked",
+                                                                            "last-job"]
+    last.successor = 7   # running its last job, successor forked: not stopped before it asks
+    assert decisions.predecessors_to_stop([last], lambda pid: True) == []
+    assert decisions.stops_due([last], []) == []
+
+
+def test_a_child_that_asked_and_gets_no_successor_is_stopped_at_once():
+    asked = [Child(f"asked-{age}", age, retire_reason="max-items") for age in (1, 2, 3)]
+    successors = decisions.successors_due(asked, spare_count=1)
+    assert names(successors) == ["asked-1"]
+    assert names(decisions.stops_due(asked, successors)) == ["asked-2", "asked-3"]
+    asked[0].successor = 9   # forked: waits for it, not stopped
+    assert names(decisions.stops_due(asked, [])) == ["asked-2", "asked-3"]
+
+
+def test_extras_count_the_stopping_but_stop_only_the_others():
+    wanted = [Child("going", 1, stop_cause="max-items"), Child("a", 2), Child("b", 3)]
+    assert names(decisions.extras(wanted, 2)) == ["a"]
+    assert names(decisions.extras(wanted, 3)) == []
 
 
 def test_a_predecessor_is_stopped_once_its_successor_is_ready():
