@@ -18,6 +18,7 @@ from prefork.bench.database import BenchDatabase
 from prefork.bench.processes import supervisor_env
 from prefork.jobs import new_job
 from prefork.store.mysql import portable_queries as portable
+from prefork.store.mysql.due_queries import levels
 from prefork.store.mysql.queries import lease_pairs, placeholders
 from prefork.store.mysql.server import Flavor
 from prefork.store.mysql.store import MySQLStore, PortableMySQLStore
@@ -243,7 +244,8 @@ def test_the_mysql_dialects_statements_read_an_index_range(store, clean_db, dial
     clean_db.cursor().execute("ANALYZE TABLE prefork_jobs")
     pairs, ids = lease_pairs(2), placeholders(2)
     statements = [
-        (portable.LOCK_NEXT_READY_IDS, ("q1", "q1", 10), "ix_prefork_jobs_claim"),
+        (portable.LOCK_NEXT_READY_IDS.format(levels=levels(3)), ("q1", 0, 1, 2, "q1", 10),
+         "ix_prefork_jobs_claim"),
         (portable.RESERVE_IDS.format(ids=ids), ("s", 1, WORKER, None, 5, 9), "PRIMARY"),
         (portable.READ_BACK_IDS.format(ids=ids), (5, 9), "PRIMARY"),
         (portable.COMPLETE_LEASED.format(lease_pairs=pairs), (5, "a" * 32, 9, "b" * 32),

@@ -16,6 +16,7 @@ from prefork.errors import LeaseLost, UserError
 from prefork.jobs import new_job
 from prefork.retry import Decision
 from prefork.store.mysql import queries as mysql_queries
+from prefork.store.mysql.due_queries import levels
 from prefork.store.sqlite import queries as sqlite_queries
 from prefork.wakeups import doorbell
 
@@ -259,7 +260,8 @@ def fill_queues_for_plans(s):
 
 @pytest.mark.parametrize("query,args,index", [
     # the claim's locking read, as the claim script runs it
-    (mysql_queries.LOCK_NEXT_READY, ("q1", "q1", 10), "ix_prefork_jobs_claim"),
+    (mysql_queries.LOCK_NEXT_READY.format(levels=levels(3)), ("q1", 0, 1, 2, "q1", 10),
+     "ix_prefork_jobs_claim"),
     (mysql_queries.LOCK_EXPIRED, (100,), "ix_prefork_jobs_lease"),
     # a group completion's locking read: primary-key lookups, not a scan
     (mysql_queries.LOCK_LEASED_GROUP.format(lease_pairs=mysql_queries.lease_pairs(2)),
@@ -321,7 +323,7 @@ def test_mysql_scripts_are_whole_named_statements():
 def test_sqlite_queue_queries_read_an_index_range_in_order(sqlite_store, sqlite_db, query, index):
     fill_queues_for_plans(sqlite_store())
     sqlite_db.execute("ANALYZE")
-    params = {"queue": "q1", "now": "2999-01-01 00:00:00.000000", "limit": 100}
+    params = {"queue": "q1", "now": "2999-01-01 00:00:00.000000", "limit": 100, "priority": 1}
     plan = [row[3] for row in sqlite_db.conn.execute("EXPLAIN QUERY PLAN " + query, params)]
     assert any(line.startswith("SEARCH prefork_jobs USING") and f"INDEX {index} (status=?"
                in line for line in plan), plan
