@@ -28,8 +28,8 @@ GRANT_WORKER_RULES = ("GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.`pre
 GRANT_READ_MIGRATIONS = ("GRANT SELECT ON `{database}`.`prefork_schema_migrations`"
                          " TO '{user}'@'{host}';")
 
-# The driver sends its init command as is, without parameters: the lock wait
-# is an int (seconds) filled in by format().
+# The first statement of a session's one set-up script (session._set_up); the
+# lock wait is an int (seconds) filled in by format().
 SESSION_SETTINGS = ("SET time_zone = '+00:00', innodb_lock_wait_timeout = {lock_wait:d},"
                     " lock_wait_timeout = {lock_wait:d}")
 
@@ -38,4 +38,3 @@ READ_COMMITTED = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
 # MariaDB only (seconds): see session.py.
 IDLE_TRANSACTION_TIMEOUT = "SET SESSION idle_transaction_timeout = %s"
 
-CONNECTION_ID = "SELECT CONNECTION_ID()"

@@ -36,7 +36,6 @@ from .queries import (
     placeholders,
 )
 from .schema import MySQLSchema
-from .schema_queries import CONNECTION_ID
 from .server import Flavor
 from .session import connect, parse_dsn
 from .wakeups import MySQLWakeups
@@ -71,9 +70,6 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
         sock = getattr(self.conn, "_sock", None)
         if sock is not None:
             sock.close()
-
-    def connection_id(self) -> int:
-        return int(self._one(CONNECTION_ID)[0])
 
     # -- producing --------------------------------------------------------------
 
