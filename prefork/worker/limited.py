@@ -10,8 +10,9 @@ repeated in a loop. A worker with rules makes one only:
   token is known to come later), once the parent poked it while it ran a job
   (the parent found limited work and no waiting child), or once the back-off
   of a rate-starved claim ran out: retry_after, the time until the group's
-  next token, doubled after each rate-starved claim in a row that got nothing
-  (another worker took the token), up to the poll interval;
+  next token (at least SHORTEST_TOKEN_WAIT, so that a fast rate's tokens are
+  claimed a batch at a time), doubled after each rate-starved claim in a row
+  that got nothing (another worker took the token), up to the poll interval;
 - after a plain claim that found nothing: once woken by the parent (which looks
   for limited work once per poll and wakes one child for it), or at every poll
   of a worker nobody supervises (`prefork-queue work`, drain()).
@@ -29,6 +30,10 @@ from ..limits.declared import declared_rules
 from ..limits.rules import LimitRule
 
 MAX_LIMITED_STREAK = 4
+# The shortest wait for a rate's next token: the bucket fills meanwhile, so one claim
+# starts the tokens of this span together (a fast rate costs a claim per ~50 ms, not
+# one per start), and starts stay within the rate.
+SHORTEST_TOKEN_WAIT = 0.05
 PlainClaim = Callable[[], Optional[Job]]
 
 
@@ -128,5 +133,6 @@ class LimitedClaims:
         keeps losing the token to another waits longer (up to the poll interval), so
         that the workers of a host do not all ask for every token."""
         self.starved = 0 if claimed else self.starved + 1
-        longest = max(retry_after, self.worker.config.poll_interval)
-        return min(longest, retry_after * 2.0 ** max(0, self.starved - 1))
+        wait = max(retry_after, SHORTEST_TOKEN_WAIT)
+        longest = max(wait, self.worker.config.poll_interval)
+        return min(longest, wait * 2.0 ** max(0, self.starved - 1))
