@@ -42,7 +42,7 @@ BACKENDS = ("mysql", "sqlite")
 DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
                    "test_operations.py", "test_both_backends.py",
-                   "test_limits_store.py", "test_cancel_store.py", "test_cancel_supervisor.py",
+                   "test_limits_store.py", "test_cancel_store.py",
                    "test_bulk_enqueue.py", "test_claim_scale.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
