@@ -213,13 +213,14 @@ class Store(abc.ABC):
         Handles at most `limit` jobs; returns how many."""
 
     # -- limits (prefork/limits) -----------------------------------------------
+    @abc.abstractmethod
     def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> None:
         """Record the rules in prefork_limits (one row per type, replaced), delete the
         rows of `handled_types` that have no rule now, and set `limited` on the live
         (ready and reserved) jobs of the types whose rule appeared, clear it on those
         whose rule went: jobs enqueued before a limit existed obey it too."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
                       limit: int, process_id: int | None,
                       rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
@@ -228,40 +229,39 @@ class Store(abc.ABC):
         that holds the lock of each group it starts jobs of; skips groups another
         claimer holds. ([Job], seconds until a rate-starved group gets its next token
         or None). Paused queues are skipped, as claim() skips them."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def limited_ready(self, queues: Sequence[str], limit: int) -> int:
         """How many due limited jobs these queues hold, at most `limit` per queue,
         whether or not their groups have room (the supervisor's look)."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def limit_usage(self) -> list[LimitUsage]:
         """Each group of a published rule with jobs running or waiting, by type and key."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
     # -- cancellation (prefork/cancellation.py) -----------------------------------
+    @abc.abstractmethod
     def cancel(self, job_ids: Sequence[int]) -> CancelReport:
         """Cancel these jobs: ready (delayed too) ones become cancelled at once; running
         ones get cancel_requested_at (their supervisor stops them); finished ones are
         left alone. One transaction."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def cancel_matching(self, queue: str | None, job_type: str | None) -> CancelReport:
         """cancel() of every not yet finished job of this queue and/or type (at least
         one of them given), in bounded batches."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def cancel_requested(self, process_id: int) -> set[int]:
         """Ids of the reserved jobs of this supervisor whose cancellation is pending
         (read through the cancel index: nothing when none is)."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
+    @abc.abstractmethod
     def finish_cancelled(self, lease: Lease) -> bool:
         """End a reserved job as cancelled (finished_at now, cancel_requested_at
         cleared, last_error "cancelled"): its worker stopped on JobCancelled, or its
         supervisor killed the worker that ran it. Fenced by the token only, as
         release() is; False when the token no longer matches."""
-        raise NotImplementedError  # TEMPORARY until the stores implement it
 
     # -- inspection and repair ----------------------------------------------
     @abc.abstractmethod
