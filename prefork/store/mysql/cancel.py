@@ -7,9 +7,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from ...cancellation import CancelReport
+from ...cancellation import CancelReport, joined, report
 from ...errors import UserError
-from ...jobs import FINISHED_STATES, JobStatus, Lease
+from ...jobs import JobStatus, Lease
 from .cancel_queries import (
     CANCEL_READY,
     CANCEL_REQUESTED,
@@ -39,9 +39,7 @@ def cancel_on(cursor: Any, job_ids: Sequence[int]) -> CancelReport:
         cursor.execute(CANCEL_READY.format(ids=placeholders(len(ready))), ready)
     if running:
         cursor.execute(REQUEST_CANCEL.format(ids=placeholders(len(running))), running)
-    return CancelReport(ready, running,
-                        [job_id for job_id in asked if states.get(job_id) in FINISHED_STATES],
-                        [job_id for job_id in asked if job_id not in states])
+    return report(asked, states)
 
 
 def _text(value: Any) -> str:
@@ -60,22 +58,18 @@ class MySQLCancel(MySQLSession):
     def cancel_matching(self, queue: str | None, job_type: str | None) -> CancelReport:
         if queue is None and job_type is None:
             raise UserError("cancel needs job ids, or a queue and/or a job type")
-        cancelled: list[int] = []
-        stopping: list[int] = []
-        finished: list[int] = []
+        reports = []
         for status in (JobStatus.READY, JobStatus.RESERVED):
             after = 0
             while True:
                 ids = [row[0] for row in self._all(*_matching(status, queue, job_type, after))]
-                if ids:
-                    report = self.cancel(ids)
-                    cancelled += report.cancelled
-                    stopping += report.stopping
-                    finished += report.finished   # finished since they were read
+                if ids:   # some may have finished since they were read
+                    reports.append(self.cancel(ids))
                 if len(ids) < MATCH_BATCH:
                     break
                 after = ids[-1]
-        return CancelReport(cancelled, stopping, finished, [])
+        # Jobs matched by a filter, not named: none of them is "missing".
+        return joined(reports)._replace(missing=[])
 
     def cancel_requested(self, process_id: int) -> set[int]:
         return {row[0] for row in self._all(CANCEL_REQUESTED, (process_id,))}

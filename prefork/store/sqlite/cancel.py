@@ -9,12 +9,12 @@ writers, so the states read in a cancelling transaction are the states it
 changes.
 """
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 
-from ...cancellation import CancelReport
+from ...cancellation import CancelReport, joined, report
 from ...errors import UserError
-from ...jobs import FINISHED_STATES, JobStatus, Lease, utc_now
+from ...jobs import JobStatus, Lease, utc_now
 from .cancel_queries import (
     CANCEL_READY,
     CANCEL_REQUESTED,
@@ -77,19 +77,3 @@ def cancel_on(cursor: sqlite3.Cursor, job_ids: Sequence[int]) -> CancelReport:
         cursor.execute(REQUEST_CANCEL.format(ids=ids), {**params, "now": now})
     return report(wanted, states)
 
-
-def report(wanted: Sequence[int], states: dict[int, str]) -> CancelReport:
-    """What a cancellation did to each job asked for, from its state before it."""
-    finished = {state.value for state in FINISHED_STATES}
-    return CancelReport(
-        cancelled=[job_id for job_id in wanted if states.get(job_id) == JobStatus.READY],
-        stopping=[job_id for job_id in wanted if states.get(job_id) == JobStatus.RESERVED],
-        finished=[job_id for job_id in wanted if states.get(job_id) in finished],
-        missing=[job_id for job_id in wanted if job_id not in states])
-
-
-def joined(reports: Iterable[CancelReport]) -> CancelReport:
-    """One report of several batches'."""
-    parts = list(reports)
-    return CancelReport(**{name: [job_id for part in parts for job_id in getattr(part, name)]
-                           for name in CancelReport._fields})
