@@ -6,23 +6,17 @@ A ready or delayed job is cancelled at once; a running one is marked, and ends
 cancelled by whichever way it leaves `reserved` but a completion; a finished
 one keeps its result.
 """
-from datetime import datetime
 
 import pytest
+from leaving_reserved import LONG_AGO, at
+from leaving_reserved import WAYS_OUT as SHARED_WAYS_OUT
 
 import prefork
 from prefork.jobs import JobStatus, Lease, new_job
 from prefork.retry import Decision, RetryPolicy
-from prefork.store.sqlite.file import stamp
 from prefork.store.views import JobFilter
 
 WORKER = "cancel-host:1"
-LONG_AGO = datetime(2000, 1, 1)
-
-
-def at(db, moment):
-    """A time as the backend stores it, for a test's own statement."""
-    return stamp(moment) if db.backend == "sqlite" else moment
 
 
 def running_job(s, process_id=None, **job_args):
@@ -72,29 +66,14 @@ def test_a_running_job_is_stopping_until_its_supervisor_finishes_it(backend_stor
     assert not s.finish_cancelled(Lease(job_id, "0" * 32))
 
 
-def _expire(s, db, job, process_id):
-    db.execute("UPDATE prefork_jobs SET lease_until = %s WHERE id = %s",
-               (at(db, LONG_AGO), job.id))
-    return s.recover_expired() == 1
-
-
-def _silent_supervisor(s, db, job, process_id):
-    db.execute("UPDATE prefork_processes SET heartbeat_at = %s", (at(db, LONG_AGO),))
-    return s.prune_silent(3600) == [(process_id, 1)]
-
-
 # Every way but a completion that a job leaves `reserved` (store, db, job, its
 # supervisor's id): with a cancellation pending, each ends it cancelled.
 WAYS_OUT = {
-    "fail and retry": lambda s, db, job, _: s.fail(job, "Boom", Decision(dead=False, delay=0)),
-    "fail for good": lambda s, db, job, _: s.fail(job, "Boom", Decision(dead=True, delay=0)),
+    **SHARED_WAYS_OUT,
     "hand back": lambda s, db, job, _: s.hand_back(job.id, job.lease_token, "SIGKILL",
                                                    RetryPolicy(), 3) == JobStatus.CANCELLED,
     "hand back uncharged": lambda s, db, job, _: s.hand_back(
         job.id, job.lease_token, "SIGTERM", RetryPolicy(), 3, charge=False) == JobStatus.CANCELLED,
-    "release": lambda s, db, job, _: s.release(job),
-    "lease expiry": _expire,
-    "silent supervisor": _silent_supervisor,
 }
 
 

@@ -8,23 +8,17 @@ nothing else does. Time is never waited for: a rate's bucket is moved into the
 past through the database, and the store refills it by its own clock.
 """
 import threading
-from datetime import datetime
 
 import pytest
+from leaving_reserved import LONG_AGO, at
+from leaving_reserved import WAYS_OUT as SHARED_WAYS_OUT
 
 from prefork.jobs import new_job
 from prefork.limits.rules import NO_KEY, LimitRule, LimitUsage, Rate
-from prefork.retry import Decision, RetryPolicy
-from prefork.store.sqlite.file import stamp
+from prefork.retry import RetryPolicy
 
 WORKER = "limits-host:1"
-LONG_AGO = datetime(2000, 1, 1)
 REPORT = LimitRule("report", concurrency=2)
-
-
-def at(db, moment):
-    """A time as the backend stores it, for a test's own statement."""
-    return stamp(moment) if db.backend == "sqlite" else moment
 
 
 def claim(store, limit=10, rules=(REPORT,), queues=("default",), lease=30.0, process_id=None):
@@ -121,27 +115,12 @@ def claim_together(stores, **claim_args):
     return claimed
 
 
-def _expire(s, db, job, process_id):
-    db.execute("UPDATE prefork_jobs SET lease_until = %s WHERE id = %s",
-               (at(db, LONG_AGO), job.id))
-    return s.recover_expired() == 1
-
-
-def _silent_supervisor(s, db, job, process_id):
-    db.execute("UPDATE prefork_processes SET heartbeat_at = %s", (at(db, LONG_AGO),))
-    return s.prune_silent(3600) == [(process_id, 1)]
-
-
 # Every way a job leaves `reserved` (store, db, job, its supervisor's id).
 WAYS_OUT = {
     "complete": lambda s, db, job, _: s.complete(job),
-    "fail and retry": lambda s, db, job, _: s.fail(job, "Boom", Decision(dead=False, delay=0)),
-    "fail for good": lambda s, db, job, _: s.fail(job, "Boom", Decision(dead=True, delay=0)),
+    **SHARED_WAYS_OUT,
     "hand back": lambda s, db, job, _: s.hand_back(job.id, job.lease_token, "SIGKILL",
                                                    RetryPolicy(), 3),
-    "release": lambda s, db, job, _: s.release(job),
-    "lease expiry": _expire,
-    "silent supervisor": _silent_supervisor,
 }
 
 
