@@ -289,6 +289,13 @@ def backend_store(backend, request):
 
 
 @pytest.fixture
+def queue_dsn(backend, request):
+    """The DSN of the migrated queue database of the backend under test (the one `db`
+    looks into), for tests that run the CLI or a client on it."""
+    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
+
+
+@pytest.fixture
 def mysql_db(clean_db, migrated):
     return MySQLTestDatabase(clean_db, migrated.rsplit("/", 1)[1])
 

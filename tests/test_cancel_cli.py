@@ -19,11 +19,6 @@ MISSING = 4   # the README's exit code for `cancel` naming a job that does not e
 
 
 @pytest.fixture
-def queue_dsn(backend, request):
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
-@pytest.fixture
 def s(backend_store):
     return backend_store()
 

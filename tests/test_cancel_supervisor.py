@@ -22,12 +22,6 @@ COMMAND_CONFIG = "[command:cancel.sleep]\nargv = sleep 30\n"
 
 
 @pytest.fixture
-def queue_dsn(backend, request):
-    """The migrated queue database of the backend under test (`db` looks into it)."""
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
-@pytest.fixture
 def supervisor(tmp_path, queue_dsn, db):
     with supervisor_starter(tmp_path, queue_dsn, *APPS, *FAST_LOOKS) as start:
         yield start

@@ -34,12 +34,6 @@ def no_default_client():
         made.close()
 
 
-@pytest.fixture
-def queue_dsn(backend, request):
-    """The migrated queue database of the backend under test (`db` looks into it)."""
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
 def test_a_job_enqueued_by_a_client_is_run_by_the_real_worker(db, queue_dsn):
     with prefork.Client(queue_dsn, config=config_module.load(environ={})) as client:
         job_id = client.enqueue("ledger", {"n": 1}, key="client-1")

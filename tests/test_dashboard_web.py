@@ -40,11 +40,6 @@ queue = reports
 
 
 @pytest.fixture
-def queue_dsn(backend, request):
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
-@pytest.fixture
 def queue_store(backend_store):
     return backend_store()
 

@@ -16,12 +16,6 @@ FILE_LINES = 1500
 BAD_LINE = 1201     # past the first chunk of 1,000 that used to be committed on its own
 
 
-@pytest.fixture
-def queue_dsn(backend, request):
-    """The DSN of the migrated database of the backend under test (the queue `db` looks at)."""
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
 def table_state(db):
     """What a refused command must leave as it was: the jobs and the paused queues."""
     return (db.scalar("SELECT COUNT(*) FROM prefork_jobs"),

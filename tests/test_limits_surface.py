@@ -25,11 +25,6 @@ REPORT = LimitRule("report.build", concurrency=2, rate=Rate(100, 60))
 
 
 @pytest.fixture
-def queue_dsn(backend, request):
-    return request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
-
-
-@pytest.fixture
 def s(backend_store):
     return backend_store()
 
