@@ -215,4 +215,7 @@ def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_m
         assert "Traceback" not in refused.stderr
     bad_rate = run_cli("bench", "--limits", "--rate", "5/x", dsn=sqlite_migrated)
     assert bad_rate.returncode == 2 and "invalid rate '5/x'" in bad_rate.stderr
-    assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr
+    unknown = run_cli("bench", "--scale", "effects,fork", dsn=sqlite_migrated)
+    assert unknown.returncode == 2 and "no such scale scenario: fork" in unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr + unknown.stderr

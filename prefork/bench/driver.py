@@ -11,7 +11,7 @@ from functools import partial
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..errors import UserError
 from ..limits.rules import Rate, parse_rate
@@ -55,7 +55,7 @@ class Plan:
     limits: bool = False            # also the limit scenarios (limits.py)
     rate: Rate = parse_rate(DEFAULT_RATE)
     rate_seconds: float = 10.0
-    scale: bool = False             # also the scale scenarios (scale.py), MySQL only
+    scale: Tuple[str, ...] = ()     # also these scale scenarios (scale.py), MySQL only
     slow_jobs: int = 0              # their sizes (the CLI's --slow-jobs and --delayed)
     delayed: int = 0
     backlog: int = 0                # also the backlog scenario (backlog.py), MySQL only
@@ -98,7 +98,7 @@ class Bench:
         self.backlog_plan = BacklogPlan(plan.backlog, max(plan.workers), plan.jobs,
                                         plan.payload_bytes, config.max_payload_bytes)
         self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
-                                    config.max_payload_bytes)
+                                    config.max_payload_bytes, plan.scale)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
         self.started = time.monotonic()
 

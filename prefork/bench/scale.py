@@ -44,6 +44,7 @@ from .measure import (
     wait_settled,
 )
 from .processes import BaselinePool, BenchError, SupervisorProcess, bench_supervisor
+from .scale_names import SCENARIO_NAMES
 
 BASE_WORKERS = 8
 MANY_WORKERS = 32
@@ -67,11 +68,16 @@ class ScalePlan:
     delayed: int              # delayed jobs of the delayed scenario
     payload_bytes: int
     max_payload_bytes: int
+    scenarios: Tuple[str, ...] = SCENARIO_NAMES   # which to run (in SCENARIO_NAMES' order)
 
     @property
     def total_jobs(self) -> int:
         """Jobs run by workers in all, for the progress bar."""
-        return 9 * self.jobs + 2 * self.slow_jobs + self.long_jobs
+        jobs = {"many_queues": 2 * self.jobs, "many_workers": 2 * self.jobs,
+                "many_supervisors": 2 * self.jobs, "slow_jobs": self.slow_jobs,
+                "slow_jobs_1s": self.long_jobs, "fork_per_job": self.slow_jobs,
+                "delayed": 2 * self.jobs, "effects": self.jobs, "bulk_enqueue": 0}
+        return sum(jobs[name] for name in self.scenarios)
 
     @property
     def long_jobs(self) -> int:
@@ -108,11 +114,16 @@ class ScaleScenarios:
         self.queue, self.server, self.progress, self.phase = queue, server, progress, phase
 
     def run(self) -> List[Dict[str, Any]]:
-        """One row per scenario, in the order of the module's docstring."""
-        return [self.many_queues(), self.many_workers(), self.many_supervisors(),
-                self.slow_jobs("slow_jobs", SLOW_SECONDS, self.plan.slow_jobs),
-                self.slow_jobs("slow_jobs_1s", LONG_SECONDS, self.plan.long_jobs),
-                self.fork_per_job(), self.delayed(), self.effects(), self.bulk_enqueue()]
+        """One row per chosen scenario, in the order of the module's docstring."""
+        scenarios: Dict[str, Callable[[], Dict[str, Any]]] = {
+            "many_queues": self.many_queues, "many_workers": self.many_workers,
+            "many_supervisors": self.many_supervisors,
+            "slow_jobs": lambda: self.slow_jobs("slow_jobs", SLOW_SECONDS, self.plan.slow_jobs),
+            "slow_jobs_1s": lambda: self.slow_jobs("slow_jobs_1s", LONG_SECONDS,
+                                                   self.plan.long_jobs),
+            "fork_per_job": self.fork_per_job, "delayed": self.delayed,
+            "effects": self.effects, "bulk_enqueue": self.bulk_enqueue}
+        return [scenarios[name]() for name in self.plan.scenarios]
 
     # -- the scenarios ----------------------------------------------------------------
 

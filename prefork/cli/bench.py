@@ -3,6 +3,7 @@ import argparse
 
 from ..config import Config
 from ..errors import UserError
+from ..bench.scale_names import SCENARIO_NAMES
 from ..limits.rules import Rate, parse_rate
 from .parser import command, whole_number
 
@@ -21,6 +22,17 @@ def _worker_counts(text: str) -> list[int]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError("give worker counts of at least 1, e.g. 1,2,4,8")
     return counts
+
+
+def _scenarios(text: str) -> tuple[str, ...]:
+    """--scale effects,many_queues: some of the scale scenarios, run in their usual order."""
+    named = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(named - set(SCENARIO_NAMES))
+    if unknown or not named:
+        raise argparse.ArgumentTypeError(
+            f"no such scale scenario: {', '.join(unknown) or repr(text)}"
+            f" (choose from {','.join(SCENARIO_NAMES)})")
+    return tuple(name for name in SCENARIO_NAMES if name in named)
 
 
 def _rate(text: str) -> Rate:
@@ -64,11 +76,13 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rate-seconds", type=_seconds, default=10.0, metavar="S",
                        help="How long the rate scenario's backlog lasts at --rate "
                             "(default 10): RATE x S jobs.")
-    group.add_argument("--scale", action="store_true",
+    group.add_argument("--scale", nargs="?", const=SCENARIO_NAMES, type=_scenarios,
+                       metavar="SCENARIO,...",
                        help="Also run the scale scenarios (MySQL only): 20 queues, 32 workers "
                             "against 8, 4 supervisors against 1, slow jobs, fork per job, "
-                            "delayed jobs in the worked queue, bulk enqueue against a bare "
-                            "multi-row INSERT.")
+                            "delayed jobs in the worked queue, effects, bulk enqueue against a "
+                            "bare multi-row INSERT; or only those named: "
+                            + ",".join(SCENARIO_NAMES) + ".")
     group.add_argument("--slow-jobs", type=whole_number, default=DEFAULT_SLOW_JOBS, metavar="N",
                        help="Jobs of the slow-jobs and fork-per-job scenarios of --scale "
                             f"(default {DEFAULT_SLOW_JOBS}).")
@@ -100,10 +114,10 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
         from ..bench import dashboard_data
         dashboard_data.run(config, calls=50)
         return 0
-    from ..bench import Plan, run_bench
+    from ..bench.driver import Plan, run_bench
     plan = Plan(workers=args.bench_workers, jobs=args.jobs, payload_bytes=args.payload_bytes,
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
                 limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
-                scale=args.scale, slow_jobs=args.slow_jobs, delayed=args.delayed,
+                scale=args.scale or (), slow_jobs=args.slow_jobs, delayed=args.delayed,
                 backlog=args.backlog, cross_host=args.cross_host)
     return run_bench(plan, config)
