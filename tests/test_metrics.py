@@ -252,6 +252,7 @@ def test_queue_stats_count_live_jobs_per_queue(backend_store):
     assert default == {"ready": 2, "delayed": 2, "reserved": 1, "dead": 1, "cancelled": 1}
     assert stats["empty"] == {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
                               "cancelled": 0, "oldest_ready_age": 0.0}
+    assert s.queue_stats([]) == {} and s.ready_count([], 10) == 0
 
 
 def test_queue_stats_oldest_ready_age(backend_store):

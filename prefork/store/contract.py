@@ -287,8 +287,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
         """{queue: {"ready", "delayed", "reserved", "dead": counts, "oldest_ready_age":
-        seconds the oldest due job has waited (0.0: none)}} for each of `queues`.
-        Reads only the claim index's non-done ranges: never a done row."""
+        seconds the oldest due job has waited (0.0: none)}} for each of `queues` ({}
+        for none). Reads only the claim index's non-done ranges: never a done row."""
 
     # -- operating many hosts (the supervisor registry, control, status) ------------
     @abc.abstractmethod

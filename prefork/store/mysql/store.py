@@ -113,6 +113,8 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
         return {status: count for status, count in self._all(COUNTS)}
 
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
+        if not queues:   # "IN ()" is a syntax error
+            return {}
         rows = self._all(QUEUE_STATS.format(queues=placeholders(len(queues))), list(queues))
         return queue_figures(queues, rows)
 

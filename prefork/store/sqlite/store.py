@@ -180,6 +180,8 @@ class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDash
             return {status: count for status, count in cursor.fetchall()}
 
     def queue_stats(self, queues: Sequence[str]) -> dict[str, QueueFigures]:
+        if not queues:   # "IN ()": no queue, no figures
+            return {}
         names, params = placeholders("queue", queues)
         with closing(self._read(QUEUE_STATS.format(queues=names),
                                 {**params, "now": stamp(utc_now())})) as cursor:
