@@ -57,6 +57,7 @@ class Drained:
     """What one drain() ran. Ids are job ids, each listed once, in the order they ended."""
     done: list[int] = field(default_factory=list)
     dead: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)   # ended by prefork.JobCancelled
     # The latest exception of each job that failed an attempt (retried, or dead).
     errors: dict[int, Exception] = field(default_factory=dict)
     attempts: int = 0    # handler runs, retries included
@@ -110,6 +111,8 @@ class _Recorder:
             self.summary.done.append(job.id)
         elif outcome is Outcome.DEAD:
             self.summary.dead.append(job.id)
+        elif outcome is Outcome.CANCELLED:
+            self.summary.cancelled.append(job.id)
         elif outcome is Outcome.RETRY:
             self.summary.retries += 1
             self.pending.add(job.id)

@@ -53,6 +53,12 @@ def fan_out(job):
     client_module.enqueue_task("inline.flaky", {"succeed_on": 1}, delay=3600)
 
 
+@prefork.handler("inline.stops_itself")
+def stops_itself(job):
+    """Ends as a cancelled job does when the supervisor cancels it mid-run."""
+    raise prefork.JobCancelled()
+
+
 @pytest.fixture(params=["sqlite", "mysql"])
 def inline_queue(request):
     """An inline queue on a temporary SQLite file (the default) or on the test MariaDB."""
@@ -73,6 +79,16 @@ def test_a_job_failing_twice_then_succeeding_is_done_with_three_attempts(inline_
     assert str(result.errors[job_id]) == "attempt 2 lost the connection"
     row = inline_queue.get(job_id)
     assert (row["status"], row["attempts"]) == ("done", 3)
+
+
+def test_a_job_ended_by_job_cancelled_is_listed_as_cancelled_and_not_retried(inline_queue):
+    cancelled = inline_queue.enqueue("inline.stops_itself")
+    done = inline_queue.enqueue("inline.flaky", {"succeed_on": 1})
+    result = inline_queue.drain()
+    assert (result.cancelled, result.done, result.dead, result.attempts) == \
+        ([cancelled], [done], [], 2)
+    row = inline_queue.get(cancelled)
+    assert (row["status"], row["attempts"]) == ("cancelled", 1)
 
 
 def test_a_handlers_own_backoff_is_cut_to_milliseconds_too(inline_queue):
