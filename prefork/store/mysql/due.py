@@ -9,10 +9,9 @@ from typing import Any, NamedTuple
 from .due_queries import due_levels
 from .session import MySQLSession, Row
 
-# The most due priorities read of one queue, all in one claim statement
-# ({levels}). A queue with more is read in its first MAX_LEVELS (the most urgent)
-# until those run dry; the queues after it wait meanwhile, as they would behind
-# its jobs.
+# The most due priorities of one queue a claim reads at once ({levels}). A queue
+# with more is read in its first MAX_LEVELS (the most urgent) until those run
+# dry; the queues after it wait meanwhile, as they would behind its jobs.
 MAX_LEVELS = 32
 
 
@@ -34,20 +33,21 @@ class MySQLDue(MySQLSession):
         due priorities (an empty list: nothing is due)."""
         if not queues:
             return []
-        args = [value for position, queue in enumerate(queues)
-                for value in (position, queue, queue, MAX_LEVELS)]
-        return targets(queues, self._all(due_levels(len(queues)), args))
+        return targets(queues, self._all(due_levels(len(queues)), list(queues)))
 
 
 def targets(queues: Sequence[str], rows: Sequence[Row]) -> list[Target]:
-    """The (position, priority) rows of due_levels() as targets, by queue position;
-    none after a queue that has MAX_LEVELS due priorities (it may have more)."""
-    found: dict[int, list[int]] = {}
-    for position, priority in rows:
-        found.setdefault(int(position), []).append(int(priority))
+    """The (queue, priority) rows of due_levels() as targets in the order of
+    `queues`, each with its MAX_LEVELS most urgent priorities; none after a queue
+    that has more."""
+    found: dict[str, list[int]] = {}
+    for queue, priority in rows:
+        found.setdefault(queue, []).append(int(priority))
     chosen = []
-    for position in sorted(found):
-        chosen.append(Target(queues[position], tuple(sorted(found[position]))))
-        if len(found[position]) >= MAX_LEVELS:
-            break
+    for queue in dict.fromkeys(queues):   # each once, where first listed
+        if queue in found:
+            due = sorted(found[queue])
+            chosen.append(Target(queue, tuple(due[:MAX_LEVELS])))
+            if len(due) > MAX_LEVELS:
+                break
     return chosen
