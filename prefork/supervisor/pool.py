@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from .. import registry
 from ..logs import event
-from ..process_signals import BLOCKED_ACROSS_FORK
+from ..process_signals import BLOCKED_ACROSS_FORK, preexec_die_with_parent
 from . import child as child_module, decisions
 from .cancels import Cancels
 from .children import ChildProcess, Deadline
@@ -36,6 +36,8 @@ class Pool:
         # child the database failed forgets it (the schema may be gone), until a
         # child that checked it again is up.
         self.schema_known_for: Optional[str] = config.dsn
+        # Each child's request for SIGQUIT at our death, prepared once here.
+        self.die_with_parent = preexec_die_with_parent(signal.SIGQUIT)
 
     # -- who is who ----------------------------------------------------------------
 
@@ -76,7 +78,8 @@ class Pool:
             max_items += random.randint(0, self.config.max_items_jitter)
         check_schema = self.config.dsn != self.schema_known_for
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
-                                      process_id, max_items, control_read_fd, check_schema)
+                                      process_id, max_items, control_read_fd, check_schema,
+                                      self.die_with_parent)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)

@@ -1,6 +1,7 @@
 """A MySQL/MariaDB session: the DSN, the connection with our session settings,
 and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
+import functools
 import math
 import random
 import ssl
@@ -32,6 +33,14 @@ Result = TypeVar("Result")
 
 def parse_dsn(dsn: str) -> dict[str, Any]:
     """mysql://user@host:port/database[?unix_socket=/path] -> connect() keyword arguments."""
+    return dict(_parsed_dsn(dsn))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_dsn(dsn: str) -> dict[str, Any]:
+    """parse_dsn's work, once per DSN: the parent's first connect parses it, and a
+    child forked per job (--max-items 1) inherits the answer instead of running
+    urlsplit and parse_qs on its own (callers get a copy: the cache's stays as is)."""
     parts = urlsplit(dsn)
     if parts.scheme not in ("mysql", "mariadb"):
         raise UserError(f"bad DSN: scheme must be mysql://, got {parts.scheme or 'none'}")
