@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ContextManager
 
 import pymysql
 
@@ -22,14 +22,12 @@ from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job
 from .queries import (
     CLAIM,
-    COMPLETE,
     COMPLETE_AND_CLAIM,
     COMPLETE_GROUP,
     COUNT_DONE_UNDER_LEASE,
     EXTEND,
     EXTEND_MANY,
     LOCK_EXPIRED,
-    LOCK_FOR_COMPLETION,
     READY_COUNT,
     RECOVER_EXPIRED,
     RELEASE,
@@ -37,6 +35,7 @@ from .queries import (
     placeholders,
     script,
 )
+from .completion_queries import COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
@@ -112,14 +111,17 @@ class MySQLLifeCycle(MySQLDue):
     def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
         # The handler gets our cursor: no statements stacked after an injected ';'.
         self._multi_statements(False)
-        with self._transaction() as cursor:
-            if cursor.execute(LOCK_FOR_COMPLETION, job.lease) != 1:
+        with self._completion() as cursor:
+            # Fenced and locked at once (see COMPLETE): the lease cannot be lost
+            # once this succeeds, and a rollback undoes it with the effect.
+            if cursor.execute(COMPLETE, job.lease) != 1:
                 raise LeaseLost(f"job {job.id}: lease lost before completion")
             yield cursor
-            # Fenced again: the lease may have run out while the effect was written.
-            if cursor.execute(COMPLETE, job.lease) != 1:
-                raise LeaseLost(f"job {job.id}: lease lost during completion")
         job.finished = True
+
+    def _completion(self) -> ContextManager[pymysql.cursors.Cursor]:
+        """The transaction of a handler's completion: BEGIN, ..., COMMIT here."""
+        return self._transaction()
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
         return self._retry_contention(functools.partial(self._fail, job, bounded(error),

@@ -20,12 +20,12 @@ import pymysql
 from ...config import Config
 from ...jobs import Job, Lease
 from ..contract import claimed_job
+from .completion_queries import BOUND_SILENCE_AND_BEGIN, COMMIT_AND_UNBOUND_SILENCE
 from .due import Target, target_args
 from .due_queries import levels
 from .lifecycle import Claimant, MySQLLifeCycle
 from .operations import MySQLOperations
 from .portable_queries import (
-    BOUND_SILENCE,
     COMPLETE_LEASED,
     DONE_UNDER_LEASES,
     LOCK_NEXT_READY_IDS,
@@ -33,7 +33,6 @@ from .portable_queries import (
     REQUEST_RESTART,
     RESERVE_IDS,
     SET_PAUSED,
-    UNBOUND_SILENCE,
 )
 from .queries import (
     COMMIT,
@@ -93,19 +92,26 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
         return {row[0] for row in done}
 
     @contextmanager
-    def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
+    def _completion(self) -> Iterator[pymysql.cursors.Cursor]:
         # MySQL has no idle_transaction_timeout (see session.py): a short wait_timeout
         # for the span of the handler's transaction ends it should this host vanish.
-        self._rowcount(BOUND_SILENCE, (idle_seconds(self.config.lease_seconds),))
-        try:
-            with super().completing(job) as cursor:
+        # The bound opens the transaction and lifting it commits it: no round trips
+        # of their own (completion_queries.py).
+        with self.conn.cursor() as cursor:
+            cursor.execute(BOUND_SILENCE_AND_BEGIN, (idle_seconds(self.config.lease_seconds),))
+            try:
                 yield cursor
-        finally:
-            self._unbound_silence()
+                cursor.execute(COMMIT_AND_UNBOUND_SILENCE)
+            except BaseException:
+                self._rollback_quietly()
+                self._lift_bound()
+                raise
 
-    def _unbound_silence(self) -> None:
+    def _lift_bound(self) -> None:
+        """After a rollback: autocommit and the server's wait_timeout back."""
         try:
-            self._rowcount(UNBOUND_SILENCE)
+            with self.conn.cursor() as cursor:
+                cursor.execute(COMMIT_AND_UNBOUND_SILENCE)
         except pymysql.err.Error:
             pass   # the connection is gone (maybe ended by the bound): nothing to restore
 
