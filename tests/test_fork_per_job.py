@@ -103,10 +103,11 @@ def test_a_child_with_a_successor_goes_only_once_that_one_is_ready(supervisor, e
 
 
 @pytest.mark.parametrize("dialect", ["mariadb", "mysql"], indirect=True)
-def test_a_childs_set_up_is_at_most_two_round_trips(tmp_path, migrated, clean_db, dialect,
-                                                    enqueue_many):
+def test_a_childs_set_up_is_one_round_trip(tmp_path, migrated, clean_db, dialect,
+                                           enqueue_many):
     """Counted at the wire: a child's commands before its first statement on the jobs
-    (its first claim), in either dialect; no schema read, no SELECT CONNECTION_ID()."""
+    (its first claim), in either dialect: one script, the driver's SET NAMES in it;
+    no schema read, no SELECT CONNECTION_ID()."""
     database = migrated.rsplit("/", 1)[1]
     with QueryTap(SERVER["host"], SERVER["port"]) as tap:
         dsn = f"mysql://{SERVER['user']}@127.0.0.1:{tap.port}/{database}"
@@ -121,6 +122,17 @@ def test_a_childs_set_up_is_at_most_two_round_trips(tmp_path, migrated, clean_db
             first_claim = next(index for index, (_, sql) in enumerate(commands)
                                if "prefork_jobs" in sql)
             set_up = [sql for _, sql in commands[:first_claim]]
-            assert len(set_up) <= 2, f"child {event['pid']} set itself up with {set_up}"
+            assert len(set_up) == 1, f"child {event['pid']} set itself up with {set_up}"
+            assert set_up[0].startswith("SET NAMES utf8mb4;"), set_up
             assert not any("prefork_schema_migrations" in sql or "CONNECTION_ID" in sql
                            for sql in set_up)
+
+
+@pytest.mark.parametrize("dialect", ["mariadb", "mysql"], indirect=True)
+def test_the_deferred_set_names_still_sets_the_sessions_character_set(store, dialect):
+    """SET NAMES goes in the settings script, not alone at login: the session's
+    character set is utf8mb4 all the same, and text outside the BMP round-trips."""
+    s = store()
+    assert s._one("SELECT @@character_set_client, @@character_set_connection,"
+                  " @@character_set_results") == ("utf8mb4",) * 3
+    assert s._one("SELECT %s", ("\N{SNAKE}",)) == ("\N{SNAKE}",)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
+from pymysql.charset import charset_by_name
 from pymysql.constants import CLIENT, COMMAND, ER
 
 from ...config import Config
@@ -21,7 +22,10 @@ from ..contract import Store
 from .portable_queries import MYSQL_SQL_MODE
 from .schema_queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
 from .server import Flavor, Server, check_supported, dialect_for, parse_version
+from .session_queries import SET_NAMES
 
+# The connection's character set; session_queries.SET_NAMES names the same.
+CHARSET = "utf8mb4"
 DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
 CONTENTION_RETRIES = 5
 # COM_SET_OPTION's two options (MySQL and MariaDB client/server protocol).
@@ -87,7 +91,23 @@ class _Connection(pymysql.connections.Connection):
     server offers it, unverified) built once per process instead of once per
     connection. Building one loads the system's CA store: some 15 ms of CPU, which
     a child forked per job (--max-items 1) would pay for each job. The parent
-    builds it at its first connect, before any fork: children inherit it."""
+    builds it at its first connect, before any fork: children inherit it.
+
+    And the driver's SET NAMES at login can wait for our settings, to go in their
+    round trip (names_deferred: see connect())."""
+
+    names_deferred = False
+
+    def set_character_set(self, charset: str, collation: str | None = None) -> None:
+        if not self.names_deferred:
+            super().set_character_set(charset, collation)
+            return
+        # At login: what the driver would record, without sending anything. Only
+        # this once: a reconnection (ping) sends its own SET NAMES.
+        self.names_deferred = False
+        raw = cast(Any, self)   # the attributes are not in PyMySQL's stubs
+        raw.charset, raw.collation = charset, collation
+        raw.encoding = charset_by_name(charset).encoding
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         driver = cast(Any, super())   # the private method is not in PyMySQL's stubs
@@ -109,18 +129,20 @@ def connect(config: Config, dsn_args: dict[str, Any],
     speak to it. Connection failures are one-line errors, and so is a server
     too old for the queue or for the dialect asked for.
 
-    Two round trips after the login: the driver's SET NAMES, then our settings
-    in one script (a forked child connects once per max-items, so each round
-    trip of its set-up counts; PyMySQL's own init_command would be a third)."""
+    One round trip after the login: the driver's SET NAMES and our settings in
+    one script (a forked child connects once per max-items, so each round trip
+    of its set-up counts; PyMySQL's own init_command would be one more)."""
     _check_sendable(password)
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
         # every value in them is still a bound parameter.
         conn = _Connection(
-            password=password or "", charset="utf8mb4", autocommit=True,
+            password=password or "", charset=CHARSET, autocommit=True,
             client_flag=CLIENT.MULTI_STATEMENTS,
             connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
-            write_timeout=config.write_timeout, **dsn_args)
+            write_timeout=config.write_timeout, defer_connect=True, **dsn_args)
+        conn.names_deferred = True   # _set_up sends it
+        conn.connect()
         try:
             # The version of the handshake: known without a round trip.
             server = parse_version(str(cast(Any, conn).get_server_info()))
@@ -137,9 +159,9 @@ def connect(config: Config, dsn_args: dict[str, Any],
 
 
 def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, config: Config) -> None:
-    """Our session settings, in one round trip: a script of the named statements,
-    the last one the dialect's own."""
-    statements = [SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
+    """The driver's SET NAMES and our session settings, in one round trip: a script
+    of the named statements, the last one the dialect's own."""
+    statements = [SET_NAMES, SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
                   READ_COMMITTED]
     args: tuple[int, ...] = ()
     if dialect is Flavor.MARIADB:
