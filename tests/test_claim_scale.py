@@ -86,6 +86,19 @@ def test_more_due_priorities_than_one_read_takes_keep_their_order(backend_store)
     assert taken == [job_id for _, job_id in sorted(first)] + second
 
 
+def test_a_paused_queue_with_more_due_priorities_than_one_read_takes_holds_none_back(
+        backend_store):
+    store = backend_store()
+    enqueue(store, "q1", 1)
+    for priority in range(MAX_LEVELS + 2):
+        store.enqueue(new_job("noop", queue="q2", priority=priority))
+    third = enqueue(store, "q3", 2)
+    store.set_paused("q2", True)
+    assert [job.queue for job in store.claim(["q1", "q2"], WORKER, 30, limit=5)] == ["q1"]
+    assert store.ready_count(["q2", "q3"], 100) == 2
+    assert ids_of(store.claim(["q2", "q3"], WORKER, 30, limit=5)) == third
+
+
 # -- what is read ------------------------------------------------------------------------
 
 def _fill_delayed(store, db, delayed):
@@ -178,3 +191,21 @@ def test_mysql_the_due_priorities_are_read_one_index_entry_each(store, mysql_db)
     assert jobs_rows and all("filesort" not in (row[9] or "") for row in jobs_rows), plan
     assert "Using index for group-by" in (jobs_rows[0][9] or ""), plan
     assert _reads(s, db, lambda: s.ready_count(["w"], 32)) <= 2 + 2
+
+
+def test_mysql_the_due_read_of_20_queues_is_one_read_not_one_per_queue(store):
+    """One loose scan over the 20 queues' ranges: as many temporary tables as the
+    read of the one queue with jobs (a union of one read per queue made one each)."""
+    s = store()
+    enqueue(s, "q20", 4, priority=1)
+
+    def temporary_tables(queues):
+        before = _session(s, "Created_tmp_tables")
+        assert s.ready_count(queues, 100) == 4
+        return _session(s, "Created_tmp_tables") - before
+
+    assert temporary_tables(QUEUES) == temporary_tables(["q20"])
+
+
+def _session(store, name):
+    return int(store._one("SHOW SESSION STATUS LIKE %s", (name,))[1])
