@@ -24,6 +24,7 @@ COMPLETE = (
 BOUND_SILENCE_AND_BEGIN = "SET SESSION wait_timeout = %s, autocommit = 0"
 
 # Turning autocommit back on commits the open transaction (after a rollback: there
-# is none); the server's own wait_timeout comes back (a client that is not
-# interactive starts with it), all in the round trip of the COMMIT.
+# is none), as the MySQL 8.0 and 8.4 manuals say of autocommit (START TRANSACTION,
+# COMMIT, and ROLLBACK Statements); the server's own wait_timeout comes back (a
+# client that is not interactive starts with it), all in the round trip of the COMMIT.
 COMMIT_AND_UNBOUND_SILENCE = "SET SESSION autocommit = 1, wait_timeout = @@GLOBAL.wait_timeout"
