@@ -70,6 +70,15 @@ def _word_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
 
+def _queue_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
+    """Queues in priority order: a queue listed twice is a mistake (which place counts?)."""
+    queues = _word_list(text)
+    twice = sorted({queue for queue in queues if queues.count(queue) > 1})
+    if twice:
+        raise ValueError(f"lists {', '.join(repr(queue) for queue in twice)} more than once")
+    return queues
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in allowed:
@@ -145,7 +154,7 @@ SETTINGS: list[Setting] = [
     # worker
     Setting("app", _word_list, [], "Comma-separated module(s) to import; they register handlers "
             "with @prefork.handler.", "worker", metavar="MODULES"),
-    Setting("queues", _word_list, ["default"], "Comma-separated queues to work, in priority order.",
+    Setting("queues", _queue_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2"),
     Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
             "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "

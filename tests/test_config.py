@@ -211,6 +211,7 @@ def test_a_password_file_that_is_not_utf8_is_refused_without_its_content(tmp_pat
     (["--log-format", "xml"], {}, ["log_format", "json"]),
     (["--max-payload-bytes", "-5"], {}, ["max_payload_bytes"]),
     (["--claim-batch", "65"], {}, ["claim_batch", "at most 64"]),
+    (["--queues", "mail,default,mail"], {}, ["--queues", "'mail' more than once"]),
     (["--db-password-file-mode-check", "no"], {}, ["db_password_file_mode_check", "true or false"]),
     ([], {"PREFORK_QUEUE_MAX_ATTEMPTS": "abc"}, ["PREFORK_QUEUE_MAX_ATTEMPTS", "max_attempts"]),
     ([], {"PREFORK_QUEUE_POLL_INTERVAL": ""}, ["PREFORK_QUEUE_POLL_INTERVAL", "poll_interval"]),

@@ -425,6 +425,15 @@ def test_complete_and_claim_with_a_lost_lease_completes_nothing(backend_store, d
     assert db.row(job_id)["status"] == "reserved"
 
 
+def test_a_queue_listed_twice_is_read_once(backend_store):
+    s = backend_store()
+    ids = [s.enqueue(new_job("noop", queue="q1")) for _ in range(2)]
+    assert s.ready_count(["q1", "q1"], 10) == 2
+    claimed = s.claim(["q1", "q1"], WORKER, 30, limit=5)
+    assert sorted(job.id for job in claimed) == ids
+    assert len({job.lease_token for job in claimed}) == 2
+
+
 def test_a_batch_claim_gives_each_job_its_own_token_in_claim_order(backend_store, db):
     s = backend_store()
     ids = [s.enqueue(new_job("noop", priority=p)) for p in (3, 1, 2, 0)]

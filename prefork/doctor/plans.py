@@ -77,7 +77,7 @@ def _due_levels() -> Planned:
     """Where the due jobs are (due_queries.py), over two queues as a claim of a
     worker of several queues asks: both dialects send it."""
     return Planned("find the due priorities", due_sql.due_levels(2),
-                   lambda s: (0, s.queue, s.queue, 32, 1, s.queue + "-next", s.queue + "-next", 32),
+                   lambda s: (s.queue, s.queue + "-next"),
                    {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"})
 
 

@@ -88,7 +88,7 @@ class SQLiteLifeCycle(SQLiteSession):
         """Due unlimited (or limited) jobs of these queues, at most `limit` per queue."""
         now = stamp(utc_now())
         total = 0
-        for queue in queues:
+        for queue in dict.fromkeys(queues):   # a queue listed twice is read once
             counted = 0
             for priority in priorities(self._read, queue, limited):
                 with closing(self._read(READY_COUNT, {
@@ -199,7 +199,7 @@ def _ready_rows(cursor: sqlite3.Cursor, queues: Sequence[str], limit: int,
     """Up to `limit` due ready rows, trying the queues in order and each queue's
     priorities in order (the caller holds the write lock)."""
     rows: list[tuple[Any, ...]] = []
-    for queue in queues:
+    for queue in dict.fromkeys(queues):   # a queue listed twice is read once
         for priority in priorities(cursor.execute, queue, limited=False):
             cursor.execute(CLAIM_SELECT, {"queue": queue, "priority": priority, "now": now,
                                           "limit": limit - len(rows)})

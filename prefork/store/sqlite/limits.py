@@ -62,7 +62,7 @@ class SQLiteLimits(SQLiteLifeCycle):
         with self._write() as cursor:
             now = utc_now()
             claim = _LimitedClaim(cursor, rules, now)
-            for queue in queues:
+            for queue in dict.fromkeys(queues):   # a queue listed twice is read once
                 if len(claim.chosen) >= limit:
                     break
                 claim.plan_queue(queue, limit - len(claim.chosen))
