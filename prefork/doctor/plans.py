@@ -14,6 +14,7 @@ from typing import Any
 
 import pymysql
 
+from ..store.mysql import completion_queries as completion_sql
 from ..store.mysql import due_queries as due_sql
 from ..store.mysql import limit_queries as limits_sql
 from ..store.mysql import portable_queries as mysql_sql
@@ -99,9 +100,8 @@ def _limited_claim() -> list[Planned]:
 def _single_completion() -> list[Planned]:
     """A handler's own transaction (job.transaction()): both dialects send these."""
     return [
-        Planned("lock one lease", mariadb_sql.LOCK_FOR_COMPLETION, lambda s: (s.job_id, s.token),
-                {"prefork_jobs": "PRIMARY"}),
-        Planned("mark it done", mariadb_sql.COMPLETE, lambda s: (s.job_id, s.token),
+        Planned("fence, lock and mark it done", completion_sql.COMPLETE,
+                lambda s: (s.job_id, s.token),
                 {"prefork_jobs": "PRIMARY"}),
     ]
 

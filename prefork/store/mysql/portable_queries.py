@@ -72,15 +72,6 @@ SET_PAUSED = (
     " VALUES (%s, %s, UTC_TIMESTAMP(6))"
     " ON DUPLICATE KEY UPDATE paused = %s, updated_at = UTC_TIMESTAMP(6)")
 
-# While a handler's transaction is open (job.transaction()): the server ends a
-# session silent for this many seconds, rolling its transaction back. MySQL's
-# stand-in for MariaDB's idle_transaction_timeout, for this span only: a worker
-# may rightly be silent for longer while a job without a transaction runs.
-BOUND_SILENCE = "SET SESSION wait_timeout = %s"
-
-# Back to the server's setting (a client that is not interactive starts with it).
-UNBOUND_SILENCE = "SET SESSION wait_timeout = @@GLOBAL.wait_timeout"
-
 # Every mysql-dialect session runs in MySQL 8.0's and 8.4's default SQL mode,
 # whatever the server's: the mode it was written and tested in (here, on
 # MariaDB, too: ONLY_FULL_GROUP_BY and the strict checks are MariaDB's too).

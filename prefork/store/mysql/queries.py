@@ -145,20 +145,6 @@ READY_COUNT = (
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 
-# The lease fence of complete and extend (id, token): our token, still
-# reserved, lease not yet over. Zero rows matched means the lease was lost.
-LOCK_FOR_COMPLETION = (
-    "SELECT 1 FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE id = %s AND status = 'reserved'"
-    " AND lease_token = %s AND lease_until > UTC_TIMESTAMP(6) FOR UPDATE")
-
-# The token stays on a done row, a late cancellation is dropped (see
-# COMPLETE_LOCKED_GROUP).
-COMPLETE = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'done', lease_until = NULL,"
-    " finished_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL, updated_at = UTC_TIMESTAMP(6)"
-    " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
-    " AND lease_until > UTC_TIMESTAMP(6)")
-
 # Release needs no live lease: giving back an unstarted claim is always
 # safe while the token still matches (nobody else took the job). A job whose
 # cancellation is pending ends cancelled instead of ready. MySQL assigns left to
@@ -172,6 +158,8 @@ RELEASE = (
     " updated_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL"
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
+# The lease fence (id, token): our token, still reserved, lease not yet over.
+# Zero rows matched means the lease was lost.
 EXTEND = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
     " SET lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, updated_at = UTC_TIMESTAMP(6)"
