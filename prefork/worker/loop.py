@@ -118,7 +118,9 @@ class Worker:
         # Ran to success, completion not yet written: a batch's completions are
         # written together, with its last job's (and the next claim).
         self.unsaved: list[tuple[Job, float]] = []   # (job, seconds it ran)
-        self.job_seconds = HOLD_BUDGET  # running average: the first claim takes one job
+        # Running average of job time; None before the first job (the first claim then
+        # takes one job), whose time replaces the guess rather than being averaged with it.
+        self.job_seconds: Optional[float] = None
         self.claim_cap: Optional[int] = None   # at most this many jobs to run (None: no cap)
         self.listener: WorkerListener = listener or QuietListener()
         self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
@@ -193,7 +195,8 @@ class Worker:
 
     def batch_size(self) -> int:
         left = None if self.claim_cap is None else self.claim_cap - self.processed
-        return batch_size(self.job_seconds, self.config.claim_batch, left)
+        return batch_size(HOLD_BUDGET if self.job_seconds is None else self.job_seconds,
+                          self.config.claim_batch, left)
 
     def take(self, jobs: Sequence[Job]) -> Optional[Job]:
         """The first claimed job; the others are held, and the owner told about them
@@ -311,7 +314,10 @@ class Worker:
         the hold budget, held jobs are given back: siblings may take them now
         instead of after our next slow job."""
         seconds = time.monotonic() - started
-        self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
+        if self.job_seconds is None:
+            self.job_seconds = seconds
+        else:
+            self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
         if seconds > HOLD_BUDGET:
             self.release_held()
 
