@@ -9,12 +9,14 @@ own session; SQLite: the virtual machine steps of the store's connection).
 import pytest
 
 from prefork.jobs import new_job
+from prefork.limits.rules import LimitRule
 from prefork.store.mysql.due import MAX_LEVELS
 from prefork.store.mysql.due_queries import due_levels
 
 WORKER = "scale-host:1"
 QUEUES = [f"q{number}" for number in range(1, 21)]
 HOUR = 3600
+LIMITED = LimitRule("report", concurrency=1)
 
 
 def ids_of(jobs):
@@ -113,9 +115,9 @@ def _reads(store, db, action):
     """What `action` read: index entries read in order by the store's session (MySQL),
     or virtual machine steps of the store's connection (SQLite)."""
     if db.backend == "mysql":
-        before = _handler_next(store)
+        before = _entries_read(store)
         action()
-        return _handler_next(store) - before - _handler_next_of_nothing(store)
+        return _entries_read(store) - before - _entries_read_of_nothing(store)
     steps = [0]
 
     def count():
@@ -128,13 +130,20 @@ def _reads(store, db, action):
     return steps[0]
 
 
-def _handler_next(store):
-    return int(store._one("SHOW SESSION STATUS LIKE 'Handler_read_next'")[1])
+def _entries_read(store):
+    """Index entries the session read in order: those returned (Handler_read_next),
+    and those MariaDB's index condition pushdown turned down inside the engine
+    (attempts - matches), which a read of columns outside the index makes."""
+    counters = {name: int(value) for name, value in store._all(
+        "SHOW SESSION STATUS WHERE Variable_name IN"
+        " ('Handler_read_next', 'Handler_icp_attempts', 'Handler_icp_match')")}
+    return (counters["Handler_read_next"] + counters.get("Handler_icp_attempts", 0)
+            - counters.get("Handler_icp_match", 0))
 
 
-def _handler_next_of_nothing(store):
-    before = _handler_next(store)
-    return _handler_next(store) - before
+def _entries_read_of_nothing(store):
+    before = _entries_read(store)
+    return _entries_read(store) - before
 
 
 @pytest.mark.parametrize("look", ["ready_count", "claim"])
@@ -178,19 +187,24 @@ def _questions(store):
     return int(store._one("SHOW SESSION STATUS LIKE 'Questions'")[1])
 
 
-def test_mysql_the_due_priorities_are_read_one_index_entry_each(store, mysql_db):
-    """Where due jobs are (due_queries.py): a loose index scan of the claim index
-    (one entry per priority), not the queue's rows."""
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "limited"])
+def test_mysql_the_due_priorities_are_read_one_index_entry_each(store, mysql_db, limited):
+    """Where due jobs are (due_queries.py), without limits or with them: a loose
+    index scan of the claim index (one entry per priority), not the queue's rows."""
     s, db = store(), mysql_db
+    if limited:
+        s.publish_limits([LimitRule("noop", concurrency=1)], ["noop"])   # its jobs are limited
     _fill_delayed(s, db, 3000)
     enqueue(s, "w", 2, priority=2)
     with db.conn.cursor() as cursor:
-        cursor.execute("EXPLAIN " + due_levels(2), ("w", "x"))
+        cursor.execute("EXPLAIN " + due_levels(2, limited), ("w", "x"))
         plan = cursor.fetchall()
     jobs_rows = [row for row in plan if row[2] == "prefork_jobs"]
     assert jobs_rows and all("filesort" not in (row[9] or "") for row in jobs_rows), plan
     assert "Using index for group-by" in (jobs_rows[0][9] or ""), plan
-    assert _reads(s, db, lambda: s.ready_count(["w"], 32)) <= 2 + 2
+    count = s.limited_ready if limited else s.ready_count
+    assert count(["w"], 32) == 2
+    assert _reads(s, db, lambda: count(["w"], 32)) <= 2 + 2
 
 
 def test_mysql_the_due_read_of_20_queues_is_one_read_not_one_per_queue(store):
@@ -209,3 +223,67 @@ def test_mysql_the_due_read_of_20_queues_is_one_read_not_one_per_queue(store):
 
 def _session(store, name):
     return int(store._one("SHOW SESSION STATUS LIKE %s", (name,))[1])
+
+
+# -- the limited claim and the supervisor's limited look ---------------------------------
+
+
+
+def _claim_limited(store, queues=("w",), limit=8):
+    return store.claim_limited(list(queues), WORKER, 30, limit, None, {"report": LIMITED})[0]
+
+
+def test_a_limited_claim_reads_past_more_full_priorities_than_one_plain_read_takes(
+        backend_store):
+    """A full group's jobs at more due priorities than a plain claim reads at once
+    (MAX_LEVELS), another group's job after them, a later queue's after that: both
+    are claimed, in queue order, and the look counts at most its limit per queue."""
+    store = backend_store()
+    store.publish_limits([LIMITED], ["report"])
+    store.enqueue_many([new_job("report", queue="w", concurrency_key="busy", priority=priority)
+                        for priority in range(MAX_LEVELS + 4)])
+    [busy] = _claim_limited(store, limit=1)
+    quiet = store.enqueue(new_job("report", queue="w", concurrency_key="quiet",
+                                  priority=MAX_LEVELS + 8))
+    later = store.enqueue(new_job("report", queue="x", concurrency_key="later"))
+    store.enqueue_many([new_job("report", queue="x", concurrency_key="later") for _ in range(2)])
+    assert store.limited_ready(["w", "x"], 2) == 2 + 2
+    assert store.limited_ready(["w", "x"], 100) == MAX_LEVELS + 3 + 1 + 3
+    assert ids_of(_claim_limited(store, queues=["w", "x"])) == [quiet, later]
+    assert busy.id not in (quiet, later)
+
+
+def _fill_delayed_limited(store, db, delayed):
+    """`delayed` limited jobs due in an hour in queue w, over priorities 0-2."""
+    store.publish_limits([LIMITED], ["report"])
+    store.enqueue_many([new_job("report", queue="w", concurrency_key=str(number),
+                                priority=number % 3, delay=HOUR) for number in range(delayed)])
+    db.execute("ANALYZE TABLE prefork_jobs")
+
+
+def test_mysql_the_limited_claim_reads_no_delayed_job(store, mysql_db):
+    """Due limited jobs behind thousands of delayed ones of an earlier priority (and
+    of their own): claimed, without reading the delayed ones."""
+    s = store()
+    _fill_delayed_limited(s, mysql_db, 3000)
+    due = [s.enqueue(new_job("report", queue="w", concurrency_key=str(priority),
+                             priority=priority)) for priority in (1, 5)]
+    claimed = []
+    busy = _reads(s, mysql_db, lambda: claimed.extend(_claim_limited(s)))
+    idle = _reads(s, mysql_db, lambda: claimed.extend(_claim_limited(s)))
+    assert ids_of(claimed) == due
+    # At most the due rows and the entry after each (3,000 before: every delayed row).
+    assert busy <= 2 * len(due) and idle == 0, (busy, idle)
+
+
+def test_mysql_the_supervisors_limited_look_reads_no_delayed_job(store, mysql_db):
+    s = store()
+    _fill_delayed_limited(s, mysql_db, 3000)
+    counted = []
+    idle = _reads(s, mysql_db, lambda: counted.append(s.limited_ready(["w", "x"], 1)))
+    due = [s.enqueue(new_job("report", queue="w", priority=priority)) for priority in (2, 5)]
+    busy = _reads(s, mysql_db, lambda: counted.append(s.limited_ready(["w", "x"], 1)))
+    many = _reads(s, mysql_db, lambda: counted.append(s.limited_ready(["w", "x"], 32)))
+    assert counted == [0, 1, len(due)]
+    # Before: 3,000 (idle), 2,000 (busy), 3,002 (many).
+    assert idle == 0 and busy == 0 and many <= 2 * len(due), (idle, busy, many)

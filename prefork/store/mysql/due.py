@@ -1,13 +1,14 @@
 """Which queues and priorities a claim reads (due_queries.py): the claims, the
 group completions that claim, and the ready count of the MySQL store ask the
 server once where due jobs are, then read only there, queue by queue in the
-caller's order and priority by priority.
+caller's order and priority by priority. The limited claim and the look for
+limited work (limits.py) ask the same of the limited jobs.
 """
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .due_queries import due_levels
-from .session import MySQLSession, Row
+from .session import MySQLSession
 
 # The most due priorities of one queue a claim reads at once ({levels}). A queue
 # with more is read in its first MAX_LEVELS (the most urgent) until those run
@@ -30,24 +31,29 @@ def target_args(target: Target) -> tuple[Any, ...]:
 class MySQLDue(MySQLSession):
     def _due_targets(self, queues: Sequence[str]) -> list[Target]:
         """The queues with due jobs without limits, in the order given, each with its
-        due priorities (an empty list: nothing is due)."""
-        if not queues:
-            return []
-        return targets(queues, self._all(due_levels(len(queues)), list(queues)))
+        most urgent due priorities (targets(); an empty list: nothing is due)."""
+        return targets(due_in(self, queues, limited=False))
 
 
-def targets(queues: Sequence[str], rows: Sequence[Row]) -> list[Target]:
-    """The (queue, priority) rows of due_levels() as targets in the order of
-    `queues`, each with its MAX_LEVELS most urgent priorities; none after a queue
-    that has more."""
+def due_in(session: MySQLSession, queues: Sequence[str], limited: bool) -> list[Target]:
+    """The queues with due jobs without limits or with them, in the order given (each
+    once, where first listed), each with all its due priorities in ascending order:
+    one read (DUE_LEVELS)."""
+    if not queues:
+        return []
     found: dict[str, list[int]] = {}
-    for queue, priority in rows:
+    for queue, priority in session._all(due_levels(len(queues), limited), list(queues)):
         found.setdefault(queue, []).append(int(priority))
+    return [Target(queue, tuple(sorted(found[queue])))
+            for queue in dict.fromkeys(queues) if queue in found]
+
+
+def targets(due: Sequence[Target]) -> list[Target]:
+    """The targets a claim reads: each with its MAX_LEVELS most urgent priorities;
+    none after a queue that has more."""
     chosen = []
-    for queue in dict.fromkeys(queues):   # each once, where first listed
-        if queue in found:
-            due = sorted(found[queue])
-            chosen.append(Target(queue, tuple(due[:MAX_LEVELS])))
-            if len(due) > MAX_LEVELS:
-                break
+    for target in due:
+        chosen.append(Target(target.queue, target.priorities[:MAX_LEVELS]))
+        if len(target.priorities) > MAX_LEVELS:
+            break
     return chosen

@@ -5,7 +5,9 @@ constructors in IN, FOR UPDATE SKIP LOCKED, INSERT IGNORE, ON DUPLICATE KEY
 UPDATE without VALUES()), and MariaDB 10.6+ runs them the same.
 
 Values are bound parameters (%s); {ids} and {types} take queries.placeholders(),
-{groups} takes group_pairs(): one (job type, concurrency key) pair each.
+{groups} takes group_pairs(): one (job type, concurrency key) pair each, and
+{levels} takes due_queries.levels(): the due priorities of the queue read, which
+due_queries.DUE_LEVELS found first, so that no job not yet due is read.
 """
 
 
@@ -48,16 +50,18 @@ COUNT_RUNNING = (
     " FORCE INDEX (ix_prefork_jobs_claim) WHERE status = 'reserved' AND limited = 1"
     " GROUP BY job_type, concurrency_key")
 
-# Up to a bound of the due limited jobs of one queue in claim order (queue,
-# queue again for the pause check, the full groups {groups}, bound), without
-# locking, with their group's bucket when its row exists (NULLs when not) and
-# the server's clock. The derived table is read in claim index order (no
-# filesort); the few rows it returns are sorted again by the caller.
+# Up to a bound of the due limited jobs of one queue in claim order (queue, its
+# due priorities {levels}, queue again for the pause check, the full groups
+# {groups}, bound), without locking, with their group's bucket when its row
+# exists (NULLs when not) and the server's clock. The derived table is read in
+# claim index order (no filesort), each priority's range ending at its first
+# job not yet due; the few rows it returns are sorted again by the caller.
 READ_WAITING = (
     "SELECT w.id, w.job_type, w.concurrency_key, w.priority, w.available_at, g.tokens,"
     " g.refilled_at, UTC_TIMESTAMP(6) FROM (SELECT id, job_type, concurrency_key, priority,"
     " available_at FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND limited = 1 AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 1 AND priority IN ({levels})"
+    " AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " AND (job_type, concurrency_key) NOT IN ({groups})"
     " ORDER BY priority, available_at, id LIMIT %s) AS w"
@@ -91,12 +95,14 @@ WRITE_BUCKET = (
 
 # --- the supervisor's look, status and pruning ------------------------------------------
 
-# How many limited jobs of one queue are due (queue, queue, limit), counting at
-# most the limit, whether or not their groups have room: the range of the claim
-# index that queries.READY_COUNT leaves out.
+# How many limited jobs of one queue and some of its due priorities are due
+# (queue, the priorities {levels}, queue, limit), counting at most the limit,
+# whether or not their groups have room: the range of the claim index that
+# queries.READY_COUNT leaves out.
 LIMITED_READY_COUNT = (
     "SELECT COUNT(*) FROM (SELECT 1 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status = 'ready' AND queue = %s AND limited = 1 AND available_at <= UTC_TIMESTAMP(6)"
+    " WHERE status = 'ready' AND queue = %s AND limited = 1 AND priority IN ({levels})"
+    " AND available_at <= UTC_TIMESTAMP(6)"
     " AND NOT EXISTS (SELECT 1 FROM prefork_queue_states WHERE queue = %s AND paused = 1)"
     " ORDER BY priority, available_at, id LIMIT %s) AS ready")
 

@@ -3,20 +3,23 @@ dialects: publishing the rules, the limited claim, and the reads of the
 supervisor's look and of `status`. A part of MySQLStore; its statements are
 named in limit_queries.py.
 
-The limited claim of one queue (planner.py decides, this carries it out):
-(1) count the running limited jobs per group, without locking; (2) read a few
-due limited jobs in claim order, leaving out the groups (1) found full, so that
-a busy group's backlog hides no other group's jobs, with their groups' buckets
-as they stand (when none of them has room, say their rates are spent, read up
-to READ_BOUND more without them); (3) make the rows of the groups that have none,
-autocommitted; then in one transaction (4) lock the rows of the groups a plan
-on that snapshot would start jobs of, and of a few next ones (claimers that read
-the same jobs then spread over the groups instead of all trying the first),
-skipping those another claimer holds; (5) count the running jobs again, under
-those locks: the truth (when that leaves too little room, lock the next groups,
-a few times); (6) plan with the locked groups and the server's clock; (7)
-lock the chosen jobs by primary key, still ready, reserve them as the plain
-claim does, write the buckets that paid for them, commit.
+The limited claim first asks where due limited jobs are, in one read for all its
+queues (due.py: the queues and their due priorities, so that no job not yet due
+is read). Then, of each such queue in turn (planner.py decides, this carries it
+out): (1) count the running limited jobs per group, without locking; (2) read a
+few due limited jobs of its due priorities in claim order, leaving out the
+groups (1) found full, so that a busy group's backlog hides no other group's
+jobs, with their groups' buckets as they stand (when none of them has room, say
+their rates are spent, read up to READ_BOUND more without them); (3) make the
+rows of the groups that have none, autocommitted; then in one transaction (4)
+lock the rows of the groups a plan on that snapshot would start jobs of, and of
+a few next ones (claimers that read the same jobs then spread over the groups
+instead of all trying the first), skipping those another claimer holds; (5)
+count the running jobs again, under those locks: the truth (when that leaves too
+little room, lock the next groups, a few times); (6) plan with the locked groups
+and the server's clock; (7) lock the chosen jobs by primary key, still ready,
+reserve them as the plain claim does, write the buckets that paid for them,
+commit.
 """
 import functools
 import math
@@ -29,6 +32,8 @@ from ...jobs import Job, JobStatus
 from ...limits.planner import FIRST_TOKENS, Bucket, Plan, Waiting, plan
 from ...limits.rules import Group, LimitRule, LimitUsage, Rate
 from ..contract import claimed_job
+from .due import Target, due_in, target_args
+from .due_queries import levels
 from .lifecycle import Claimant
 from .limit_queries import (
     COUNT_RUNNING,
@@ -137,21 +142,24 @@ class MySQLLimits(MySQLSession):
                       rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
         jobs: list[Job] = []
         waits: list[float] = []
-        for queue in queues:
+        # Every due priority of each queue (no cut, as due.targets() makes for the
+        # plain claim): this claim reads past the jobs of groups without room, so a
+        # cut would hide later priorities' jobs behind a full group's.
+        for target in due_in(self, queues, limited=True):
             if len(jobs) >= limit:
                 break
             claimed, retry_after = self._claim_limited_of(
-                queue, limit - len(jobs), (worker, lease_seconds, process_id), rules)
+                target, limit - len(jobs), (worker, lease_seconds, process_id), rules)
             jobs += claimed
             if retry_after is not None:
                 waits.append(retry_after)
         return jobs, min(waits, default=None)
 
-    def _claim_limited_of(self, queue: str, limit: int, claimant: Claimant,
+    def _claim_limited_of(self, target: Target, limit: int, claimant: Claimant,
                           rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
-        """Steps 1-7 of the module's docstring, for one queue."""
+        """Steps 1-7 of the module's docstring, for one queue and its due priorities."""
         running = self._running()
-        snapshot, waits = self._foresee(queue, running, rules, limit)
+        snapshot, waits = self._foresee(target, running, rules, limit)
         if snapshot is None:
             return [], min(waits, default=None)
         if snapshot.missing:
@@ -162,8 +170,9 @@ class MySQLLimits(MySQLSession):
         waits += [] if retry_after is None else [retry_after]
         return jobs, min(waits, default=None)
 
-    def _foresee(self, queue: str, running: Mapping[Group, int], rules: Mapping[str, LimitRule],
-                 limit: int) -> tuple[Snapshot | None, list[float]]:
+    def _foresee(self, target: Target, running: Mapping[Group, int],
+                 rules: Mapping[str, LimitRule], limit: int
+                 ) -> tuple[Snapshot | None, list[float]]:
         """Steps 1 and 2: the waiting jobs read, when a plan on them starts some (else
         None: no lock is taken), and the waits of the rate-starved groups seen."""
         passed_over = [group for group, count in running.items()
@@ -171,8 +180,10 @@ class MySQLLimits(MySQLSession):
         waits: list[float] = []
         first_read = min(READ_BOUND, max(FIRST_READ_LEAST, FIRST_READ_PER_JOB * limit))
         for bound in (first_read, READ_BOUND):
-            rows = self._all(READ_WAITING.format(groups=group_pairs(len(passed_over) or 1)),
-                             (queue, queue, *_flat(passed_over or [NO_GROUP]), bound))
+            read = READ_WAITING.format(levels=levels(len(target.priorities)),
+                                       groups=group_pairs(len(passed_over) or 1))
+            rows = self._all(read, (*target_args(target), *_flat(passed_over or [NO_GROUP]),
+                                    bound))
             if not rows:
                 break
             snapshot = Snapshot(rows)
@@ -273,10 +284,18 @@ class MySQLLimits(MySQLSession):
     # -- the supervisor's look and status --------------------------------------------------
 
     def limited_ready(self, queues: Sequence[str], limit: int) -> int:
+        # Idle, one read finds nothing due. Each due priority holds a due job at
+        # least, so a queue with as many as the limit counts the limit unread (the
+        # supervisor's look asks for one): one more round trip counts the others.
+        due = due_in(self, queues, limited=True)
+        few = [target for target in due if len(target.priorities) < limit]
+        if not few:
+            return limit * len(due)
         counts = self._script_results(
-            script(*[LIMITED_READY_COUNT] * len(queues)),
-            [value for queue in queues for value in (queue, queue, limit)])
-        return sum(int(rows[0][0]) for rows in counts)
+            script(*[LIMITED_READY_COUNT.format(levels=levels(len(target.priorities)))
+                     for target in few]),
+            [value for target in few for value in (*target_args(target), limit)])
+        return limit * (len(due) - len(few)) + sum(int(rows[0][0]) for rows in counts)
 
     def limit_usage(self) -> list[LimitUsage]:
         rules = {job_type: (concurrency, None if count is None else Rate(count, seconds))
