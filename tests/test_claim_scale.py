@@ -272,8 +272,9 @@ def test_mysql_the_limited_claim_reads_no_delayed_job(store, mysql_db):
     busy = _reads(s, mysql_db, lambda: claimed.extend(_claim_limited(s)))
     idle = _reads(s, mysql_db, lambda: claimed.extend(_claim_limited(s)))
     assert ids_of(claimed) == due
-    # At most the due rows and the entry after each (3,000 before: every delayed row).
-    assert busy <= 2 * len(due) and idle == 0, (busy, idle)
+    # At most the due rows and the entry after each, then the running ones counted
+    # (3,002 each before: every delayed row).
+    assert busy <= 2 * len(due) and idle <= len(due), (busy, idle)
 
 
 def test_mysql_the_supervisors_limited_look_reads_no_delayed_job(store, mysql_db):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .due_queries import due_levels
-from .session import MySQLSession
+from .session import MySQLSession, Row
 
 # The most due priorities of one queue a claim reads at once ({levels}). A queue
 # with more is read in its first MAX_LEVELS (the most urgent) until those run
@@ -36,13 +36,18 @@ class MySQLDue(MySQLSession):
 
 
 def due_in(session: MySQLSession, queues: Sequence[str], limited: bool) -> list[Target]:
-    """The queues with due jobs without limits or with them, in the order given (each
-    once, where first listed), each with all its due priorities in ascending order:
-    one read (DUE_LEVELS)."""
+    """The queues with due jobs without limits or with them, in the order given, each
+    with all its due priorities (in_order()): one read (DUE_LEVELS)."""
     if not queues:
         return []
+    return in_order(queues, session._all(due_levels(len(queues), limited), list(queues)))
+
+
+def in_order(queues: Sequence[str], rows: Sequence[Row]) -> list[Target]:
+    """The (queue, priority) rows of due_levels() as targets in the order of `queues`
+    (each once, where first listed), each with all its priorities in ascending order."""
     found: dict[str, list[int]] = {}
-    for queue, priority in session._all(due_levels(len(queues), limited), list(queues)):
+    for queue, priority in rows:
         found.setdefault(queue, []).append(int(priority))
     return [Target(queue, tuple(sorted(found[queue])))
             for queue in dict.fromkeys(queues) if queue in found]

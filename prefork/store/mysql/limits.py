@@ -3,23 +3,23 @@ dialects: publishing the rules, the limited claim, and the reads of the
 supervisor's look and of `status`. A part of MySQLStore; its statements are
 named in limit_queries.py.
 
-The limited claim first asks where due limited jobs are, in one read for all its
-queues (due.py: the queues and their due priorities, so that no job not yet due
-is read). Then, of each such queue in turn (planner.py decides, this carries it
-out): (1) count the running limited jobs per group, without locking; (2) read a
-few due limited jobs of its due priorities in claim order, leaving out the
-groups (1) found full, so that a busy group's backlog hides no other group's
-jobs, with their groups' buckets as they stand (when none of them has room, say
-their rates are spent, read up to READ_BOUND more without them); (3) make the
-rows of the groups that have none, autocommitted; then in one transaction (4)
-lock the rows of the groups a plan on that snapshot would start jobs of, and of
-a few next ones (claimers that read the same jobs then spread over the groups
-instead of all trying the first), skipping those another claimer holds; (5)
-count the running jobs again, under those locks: the truth (when that leaves too
-little room, lock the next groups, a few times); (6) plan with the locked groups
-and the server's clock; (7) lock the chosen jobs by primary key, still ready,
-reserve them as the plain claim does, write the buckets that paid for them,
-commit.
+The limited claim first asks, in one round trip, where due limited jobs are (one
+read for all its queues; due.py: the queues and their due priorities, so that no
+job not yet due is read) and (1) how many limited jobs run per group, without
+locking. Then, of each such queue in turn (planner.py decides, this carries it
+out; a later queue counts (1) again): (2) read a few due limited jobs of its due
+priorities in claim order, leaving out the groups (1) found full, so that a busy
+group's backlog hides no other group's jobs, with their groups' buckets as they
+stand (when none of them has room, say their rates are spent, read up to
+READ_BOUND more without them); (3) make the rows of the groups that have none,
+autocommitted; then in one transaction (4) lock the rows of the groups a plan on
+that snapshot would start jobs of, and of a few next ones (claimers that read
+the same jobs then spread over the groups instead of all trying the first),
+skipping those another claimer holds; (5) count the running jobs again, under
+those locks: the truth (when that leaves too little room, lock the next groups,
+a few times); (6) plan with the locked groups and the server's clock; (7) lock
+the chosen jobs by primary key, still ready, reserve them as the plain claim
+does, write the buckets that paid for them, commit.
 """
 import functools
 import math
@@ -32,8 +32,8 @@ from ...jobs import Job, JobStatus
 from ...limits.planner import FIRST_TOKENS, Bucket, Plan, Waiting, plan
 from ...limits.rules import Group, LimitRule, LimitUsage, Rate
 from ..contract import claimed_job
-from .due import Target, due_in, target_args
-from .due_queries import levels
+from .due import Target, due_in, in_order, target_args
+from .due_queries import due_levels, levels
 from .lifecycle import Claimant
 from .limit_queries import (
     COUNT_RUNNING,
@@ -142,23 +142,37 @@ class MySQLLimits(MySQLSession):
                       rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
         jobs: list[Job] = []
         waits: list[float] = []
-        # Every due priority of each queue (no cut, as due.targets() makes for the
-        # plain claim): this claim reads past the jobs of groups without room, so a
-        # cut would hide later priorities' jobs behind a full group's.
-        for target in due_in(self, queues, limited=True):
+        due, running = self._due_and_running(queues)
+        for number, target in enumerate(due):
             if len(jobs) >= limit:
                 break
+            if number:
+                running = self._running()   # the earlier queue's claim started some
             claimed, retry_after = self._claim_limited_of(
-                target, limit - len(jobs), (worker, lease_seconds, process_id), rules)
+                target, running, limit - len(jobs), (worker, lease_seconds, process_id), rules)
             jobs += claimed
             if retry_after is not None:
                 waits.append(retry_after)
         return jobs, min(waits, default=None)
 
-    def _claim_limited_of(self, target: Target, limit: int, claimant: Claimant,
-                          rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
-        """Steps 1-7 of the module's docstring, for one queue and its due priorities."""
-        running = self._running()
+    def _due_and_running(self, queues: Sequence[str]
+                         ) -> tuple[list[Target], dict[Group, int]]:
+        """Where due limited jobs are, and step 1 of the first queue: the queues with
+        due limited jobs, in order, each with every due priority (no cut, as
+        due.targets() makes for the plain claim: this claim reads past the jobs of
+        groups without room, so a cut would hide later priorities' jobs behind a full
+        group's), and the running jobs per group. One round trip."""
+        if not queues:
+            return [], {}
+        due, running = self._script_results(
+            script(due_levels(len(queues), limited=True), COUNT_RUNNING), list(queues))
+        return in_order(queues, due), _running_of(running)
+
+    def _claim_limited_of(self, target: Target, running: Mapping[Group, int], limit: int,
+                          claimant: Claimant, rules: Mapping[str, LimitRule]
+                          ) -> tuple[list[Job], float | None]:
+        """Steps 2-7 of the module's docstring, for one queue and its due priorities,
+        with the running jobs counted (step 1)."""
         snapshot, waits = self._foresee(target, running, rules, limit)
         if snapshot is None:
             return [], min(waits, default=None)
@@ -204,8 +218,7 @@ class MySQLLimits(MySQLSession):
             cursor.executemany(ENSURE_GROUP, [(*group, FIRST_TOKENS) for group in sorted(groups)])
 
     def _running(self) -> dict[Group, int]:
-        return {Group(job_type, key): int(count)
-                for job_type, key, count in self._all(COUNT_RUNNING)}
+        return _running_of(self._all(COUNT_RUNNING))
 
     def _claim_planned(self, snapshot: Snapshot, running: Mapping[Group, int],
                        rules: Mapping[str, LimitRule], limit: int,
@@ -318,6 +331,11 @@ def _concurrency(rules: Mapping[str, LimitRule], group: Group) -> float:
     """The group's concurrency limit; infinite without one."""
     rule = rules.get(group.job_type)
     return math.inf if rule is None or rule.concurrency is None else rule.concurrency
+
+
+def _running_of(rows: Iterable[Row]) -> dict[Group, int]:
+    """The running jobs per group, of COUNT_RUNNING's rows."""
+    return {Group(job_type, key): int(count) for job_type, key, count in rows}
 
 
 def _groups_of(chosen: Plan, waiting: Iterable[Waiting]) -> set[Group]:
