@@ -74,11 +74,11 @@ def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
     return claim, completion
 
 
-def _due_levels() -> Planned:
-    """Where the due jobs are (due_queries.py), over two queues as a claim of a
-    worker of several queues asks: both dialects send it."""
-    return Planned("find the due priorities", due_sql.due_levels(2),
-                   lambda s: (s.queue, s.queue + "-next"),
+def _due_levels(limited: bool = False) -> Planned:
+    """Where the due jobs (or the due limited jobs) are (due_queries.py), over two
+    queues as a claim of a worker of several queues asks: both dialects send it."""
+    return Planned("find the due limited priorities" if limited else "find the due priorities",
+                   due_sql.due_levels(2, limited), lambda s: (s.queue, s.queue + "-next"),
                    {"prefork_jobs": "ix_prefork_jobs_claim", "prefork_queue_states": "PRIMARY"})
 
 
@@ -86,8 +86,10 @@ def _limited_claim() -> list[Planned]:
     """The limited claim's reads and locks (limits.py): both dialects send these."""
     one_group, one_id = limits_sql.group_pairs(1), mariadb_sql.placeholders(1)
     return [
-        Planned("read the waiting limited jobs", limits_sql.READ_WAITING.format(groups=one_group),
-                lambda s: (s.queue, s.queue, "", "", 256),
+        _due_levels(limited=True),
+        Planned("read the waiting limited jobs",
+                limits_sql.READ_WAITING.format(levels=due_sql.levels(1), groups=one_group),
+                lambda s: (s.queue, 0, s.queue, "", "", 256),
                 {"prefork_jobs": "ix_prefork_jobs_claim", "g": "PRIMARY",
                  "prefork_queue_states": "PRIMARY"}),
         Planned("lock their groups", limits_sql.LOCK_GROUPS.format(groups=one_group),
