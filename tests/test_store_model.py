@@ -39,7 +39,13 @@ def test_the_store_keeps_its_contract_under_random_sequences(model_stores):
     run(model_stores, SEQUENCES, STEPS, tally)
     assert tally.steps >= SEQUENCES * STEPS // 2, tally
     # The sequences did what they are for: claims, completions, stale leases refused.
-    assert tally["claimed"] and tally["complete (one) ok"] and tally["fail refused"], tally
+    # Random sequences may all miss one of these (seen once, under load: 7 single
+    # completions, every one of a stale lease): a second round then must not.
+    def covered():
+        return tally["claimed"] and tally["complete (one) ok"] and tally["fail refused"]
+    if not covered():
+        run(model_stores, SEQUENCES, STEPS, tally)
+    assert covered(), tally
 
 
 def test_the_property_catches_a_completion_that_ignores_lease_expiry(

@@ -349,8 +349,14 @@ def test_sigterm_mid_job_finishes_the_job_and_exits_0(store, migrated, clean_db,
     running = s.enqueue(new_job("sleep", {"seconds": 1.0}))
     waiting = s.enqueue(new_job("sleep", {"seconds": 1.0}))
     with cli_process(tmp_path, "work", "--app", "ledger_app", dsn=migrated) as (proc, err_path):
-        wait_until(lambda: job_row(clean_db, running)["status"] == "reserved", timeout=15,
-                   message="the first job to be claimed")
+        # Mid-job: its handler started (job_claimed is logged just before it runs). A
+        # reserved row alone is not that: a stop between the claim and the start gives
+        # the job back unrun, by design.
+        def started():
+            text = err_path.read_text()
+            return any(e["event"] == "job_claimed" and e["job_id"] == running
+                       for e in json_events(text[:text.rfind("\n") + 1]))   # whole lines
+        wait_until(started, timeout=15, message="the first job's handler to start")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0, err_path.read_text()
     row = job_row(clean_db, running)
