@@ -685,9 +685,10 @@ class Chaos:
         return True
 
 
-def check_frozen_child(report, sup, chaos, jobs, ledger):
+def check_frozen_child(report, sup, chaos, jobs, ledger, exec_runs):
     """The SIGSTOPped child was killed by the hard timeout, and its job handed back
-    (unless the child had written the job's effect just before it froze)."""
+    (unless the child had written the job's effect, or committed a plain job's
+    completion, just before it froze: its title says busy until it logs the outcome)."""
     frozen = chaos.frozen
     report.check("one busy child was frozen with SIGSTOP", frozen, "no busy child to freeze")
     if not frozen:
@@ -700,7 +701,13 @@ def check_frozen_child(report, sup, chaos, jobs, ledger):
                  reason.startswith("hard timeout") and frozen_for is not None,
                  f"exit event {exits[:1]}, gone {frozen_for} s after the SIGSTOP")
     key = jobs[frozen["job_id"]][1] if frozen["job_id"] in jobs else None
-    finished_by_it = key in ledger and ledger[key][3] == frozen["pid"]
+    row = jobs.get(frozen["job_id"])
+    runs = [run[1] for run in exec_runs if run[2] == frozen["job_id"]]
+    # A plain job leaves no effect: done after one run, in the frozen child, means its
+    # completion was committed before the SIGSTOP (a frozen handler would have run again).
+    finished_by_it = (key in ledger and ledger[key][3] == frozen["pid"]) or (
+        key not in ledger and row is not None and row[2] == "done"
+        and runs == [frozen["pid"]])
     handed = [e for e in sup.events("job_handed_back", job_id=frozen["job_id"])
               if e.get("cause", "").startswith("hard timeout")]
     report.check("the frozen child's job was handed back", handed or finished_by_it,
@@ -789,7 +796,7 @@ def run_chaos(db, settings=None, workdir=None, log=None):
         report.check("the quiet supervisor exited 0 on SIGTERM", code == 0, f"exit status {code}")
 
         jobs, ledger = audit_ledger(report, db, scenario.run, queue, keys, plain_keys)
-        check_frozen_child(report, sup, chaos, jobs, ledger)
+        check_frozen_child(report, sup, chaos, jobs, ledger, scenario.executions())
         count_reexecutions(report, scenario.executions())
         check_parent_rss(report, chaos, settings)
         scenario.check_no_leftovers()
