@@ -37,12 +37,13 @@ def mark(path, what):
 
 @prefork.handler("marked")
 def marked(job):
-    """Sleeps payload['seconds'] between a start mark and an end mark ('done', or
-    'stopped' when interrupted) in payload['log'], then writes its ledger row with
-    its completion."""
+    """Sleeps payload['seconds'] (payload['rerun_seconds'] once the log holds a run)
+    between a start mark and an end mark ('done', or 'stopped' when interrupted) in
+    payload['log'], then writes its ledger row with its completion."""
+    rerun = os.path.exists(job.payload["log"])
     mark(job.payload["log"], "start")
     try:
-        time.sleep(job.payload["seconds"])
+        time.sleep(job.payload["rerun_seconds" if rerun else "seconds"])
     except BaseException:
         mark(job.payload["log"], "stopped")
         raise
@@ -92,6 +93,11 @@ def enqueue(store):
     return lambda job_type, payload=None, **kw: s.enqueue(new_job(job_type, payload or {}, **kw))
 
 
+def long_then_short(log):
+    """A first run far longer than the test (it must be stopped), a quick second one."""
+    return {"seconds": 20, "rerun_seconds": 0.2, "log": str(log)}
+
+
 def busy_child(sup, job_id):
     return sup.wait_event("job_claimed", job_id=job_id)[0]["pid"]
 
@@ -111,7 +117,7 @@ def test_a_child_whose_parent_is_killed_stops_its_job_and_gives_it_back(
     as a quick stop does and gives the job back, its attempt restored; the new
     supervisor runs it, never beside the orphan."""
     log = tmp_path / "runs.log"
-    job_id = enqueue("marked", {"seconds": 20, "log": str(log)}, key="orphaned")
+    job_id = enqueue("marked", long_then_short(log), key="orphaned")
     doomed = supervisor("--workers", "2")
     orphan = busy_child(doomed, job_id)
     doomed.proc.kill()
@@ -134,7 +140,7 @@ def test_a_silent_supervisors_running_job_is_not_handed_out_again(
     the same host, which must not hand back a job whose holder still runs here; it
     comes back once the holder gives it back (here: its parent is then killed)."""
     log = tmp_path / "runs.log"
-    job_id = enqueue("marked", {"seconds": 20, "log": str(log)}, key="frozen")
+    job_id = enqueue("marked", long_then_short(log), key="frozen")
     frozen = supervisor("--workers", "1")
     holder = busy_child(frozen, job_id)
     frozen.signal(signal.SIGSTOP)
