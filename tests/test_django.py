@@ -88,8 +88,10 @@ class Project:
         return json.loads(self.manage("pq", *args).stdout)
 
     def enqueue(self, task, *values, **options):
+        """The id of the task enqueued (with times=N: the list of N ids, one process)."""
         flags = [f"--{name}={value}" for name, value in options.items()]
-        return self.pq("enqueue", task, *map(json.dumps, values), *flags)["id"]
+        enqueued = self.pq("enqueue", task, *map(json.dumps, values), *flags)
+        return enqueued["ids"] if "times" in options else enqueued["id"]
 
     def wait_result(self, result_id, status, timeout=30):
         def reached():
@@ -215,7 +217,7 @@ def test_run_after_delays_and_priorities_order(project):
 
 @pytest.mark.parametrize("project", ["mysql"], indirect=True)   # counted by the server
 def test_no_connection_crosses_a_fork_and_none_leaks(project):
-    ids = [project.enqueue("record", f"job-{number}") for number in range(40)]
+    ids = project.enqueue("record", "job", times=40)
     sup = project.supervisor(PQ_TEST_RECORD_PARENT="1")
     wait_until(lambda: len(project.pq("traces")) == len(ids), timeout=60, message="40 tasks run")
     parent = [line["parent_connection_id"] for line in project.signals()

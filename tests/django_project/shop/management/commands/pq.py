@@ -28,6 +28,8 @@ class Command(BaseCommand):
         enqueue.add_argument("--priority", type=int)
         enqueue.add_argument("--delay", type=float)
         enqueue.add_argument("--queue")
+        enqueue.add_argument("--times", type=int, default=1,
+                             help="enqueue the same call this many times (one process)")
         result = sub.add_parser("result")
         result.add_argument("id")
         sub.add_parser("orders")
@@ -50,12 +52,13 @@ class Command(BaseCommand):
             pass
         return found
 
-    def enqueue(self, task, values, priority, delay, queue, **_):
+    def enqueue(self, task, values, priority, delay, queue, times, **_):
         chosen = getattr(tasks, task)
         changes = {"priority": priority, "queue_name": queue,
                    "run_after": timezone.now() + timedelta(seconds=delay) if delay else None}
         chosen = chosen.using(**{key: value for key, value in changes.items() if value is not None})
-        return {"id": chosen.enqueue(*values).id}
+        ids = [chosen.enqueue(*values).id for _ in range(times)]
+        return {"id": ids[0], "ids": ids}
 
     def result(self, id, **_):
         result = tasks.mark_order.get_backend().get_result(id)
