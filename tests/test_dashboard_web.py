@@ -3,11 +3,14 @@ on SQLite. Each page renders, each filter returns what it should, keyset paging
 holds while jobs change, actions change exactly what they say, and what must be
 refused (no password, no login, no CSRF token, a foreign Origin, a wrong password)
 is refused and changes nothing. Hostile data renders inert."""
+import http.client
 import io
 import json
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 import wsgiref.util
 from urllib.parse import urlencode
@@ -452,6 +455,38 @@ def test_a_url_prefix_serves_every_page_and_link_under_it(dashboard, queue_store
 def run_dashboard(dsn, *args, **env):
     return subprocess.run([*DASHBOARD_COMMAND, *args],
                           capture_output=True, text=True, timeout=30, env=cli_env(dsn, **env))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_cleanly_even_amid_requests(sqlite_migrated, signum):
+    """Whenever the stop comes (a keep-alive connection open, requests arriving) the
+    dashboard exits 0, at once and without a traceback."""
+    for _ in range(3):
+        with DashboardProcess(sqlite_migrated) as process:
+            host, port = process.address.rsplit(":", 1)
+            idle = http.client.HTTPConnection(host, int(port), timeout=15)
+            idle.request("GET", "/")
+            assert idle.getresponse().read()   # the connection stays open, kept alive
+            hammering = threading.Event()
+            hammer = threading.Thread(target=_get_until_refused,
+                                      args=(process.client(), hammering), daemon=True)
+            hammer.start()
+            assert hammering.wait(10), "no answer to the hammering client"
+            process.process.send_signal(signum)
+            assert process.process.wait(timeout=10) == 0
+            hammer.join(10)
+            idle.close()
+            assert "Traceback" not in process.stderr()
+
+
+def _get_until_refused(client, hammering):
+    """GET the overview over and over (hammering set at the first answer) until refused."""
+    try:
+        while True:
+            client.get("/api/overview")
+            hammering.set()
+    except (OSError, http.client.HTTPException):
+        return
 
 
 def test_bad_settings_are_one_line_and_a_wide_bind_warns(sqlite_migrated, tmp_path):

@@ -5,6 +5,7 @@ manager of its own: `prefork-queue dashboard` runs it in the foreground, and
 SIGTERM or Ctrl-C stops it after the requests in flight."""
 import signal
 import sys
+import threading
 from types import FrameType
 from typing import Any
 
@@ -19,6 +20,7 @@ THREADS = 10
 REQUEST_TIMEOUT = 30        # seconds a client may take to send a request
 MAX_REQUEST_HEADER = 64 * 1024
 MAX_REQUEST_BODY = 1024 * 1024
+STOP_CHECK_SECONDS = 0.5   # how often the waiting main thread looks (a signal wakes it sooner)
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -33,21 +35,49 @@ def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> N
                          server_name="prefork-queue-dashboard")
     server.max_request_header_size = MAX_REQUEST_HEADER
     server.max_request_body_size = MAX_REQUEST_BODY
-    signal.signal(signal.SIGTERM, _interrupt)   # from here on, a stop is a clean one
-    try:
-        _listen(server, host, port)
-        bound_host, bound_port = server.bind_addr[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        mode = "read-only: no dashboard password set" if read_only else "actions need a login"
-        print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})",
-              flush=True)
-        logs.event(Event.DASHBOARD_STARTED, address=f"{shown}:{bound_port}",
-                   url_prefix=url_prefix, read_only=read_only)
-        server.serve()
-    except KeyboardInterrupt:
+    stop = _stop_on_signals()
+    _listen(server, host, port)
+    bound_host, bound_port = server.bind_addr[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    mode = "read-only: no dashboard password set" if read_only else "actions need a login"
+    print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})",
+          flush=True)
+    logs.event(Event.DASHBOARD_STARTED, address=f"{shown}:{bound_port}",
+               url_prefix=url_prefix, read_only=read_only)
+    # cheroot serves in a thread of its own and the main thread only waits: a stop
+    # raised as an exception wherever the main thread happened to be (inside a
+    # lock of cheroot's, say) could leave the server unable to stop.
+    failure: list[BaseException] = []
+    serving = threading.Thread(target=_serve, args=(server, stop, failure),
+                               name="dashboard-serve")
+    serving.start()
+    while not stop.wait(STOP_CHECK_SECONDS):
         pass
+    server.stop()
+    serving.join()
+    if failure:
+        raise failure[0]
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (from here on, a stop is a clean one)."""
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    return stop
+
+
+def _serve(server: wsgi.Server, stop: threading.Event, failure: list[BaseException]) -> None:
+    """server.serve() until stopped; what it raised goes to failure, and stops us."""
+    try:
+        server.serve()
+    except BaseException as exc:
+        failure.append(exc)
     finally:
-        server.stop()   # (nothing to do when it never listened)
+        stop.set()
 
 
 def _listen(server: wsgi.Server, host: str, port: int) -> None:
@@ -55,10 +85,6 @@ def _listen(server: wsgi.Server, host: str, port: int) -> None:
         server.prepare()
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def warn_if_exposed(host: str) -> None:
