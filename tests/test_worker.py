@@ -4,10 +4,13 @@
 import io
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -18,6 +21,7 @@ import prefork
 from prefork import logs, registry
 from prefork.errors import LeaseLost
 from prefork.jobs import Lease, new_job
+from prefork.worker.job_time import SCHEDSTAT, JobClock
 from prefork.worker.loop import Worker
 
 if str(APPS) not in sys.path:
@@ -468,7 +472,8 @@ def test_a_batch_writes_its_completions_with_its_last_job(store, make_config, cl
     assert [e["job_id"] for e in events if e["event"] == "job_lease_lost"] == [ids[1]]
 
 
-def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_config, clean_db):
+def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_config, clean_db,
+                                                                log_lines):
     s = store()
     fast = s.enqueue(new_job("noop"))
     slow = s.enqueue(new_job("sleep", {"seconds": 0.2}))
@@ -482,6 +487,59 @@ def test_a_slow_job_in_a_batch_writes_the_completions_before_it(store, make_conf
     assert job_row(clean_db, fast)["status"] == "done" and job_row(clean_db, slow)["status"] == "done"
     row = job_row(clean_db, after)
     assert (row["status"], row["attempts"]) == ("ready", 0)
+    _, events = log_lines()
+    assert [e["job_id"] for e in events if e["event"] == "claim_released"] == [after]
+
+
+class StarvedClock(JobClock):
+    """Says that the worker's thread waited for a CPU all along: every job's own time is 0."""
+
+    def _waited(self):
+        return time.monotonic_ns()
+
+
+def test_a_job_that_only_waited_for_a_cpu_is_not_slow(store, make_config, clean_db):
+    """On a saturated host a quick job can be descheduled past the hold budget: the
+    held jobs stay (siblings are as short of CPU), and the next claim is no smaller."""
+    s = store()
+    ids = [s.enqueue(new_job("sleep", {"seconds": 0.2})), s.enqueue(new_job("noop"))]
+    worker, states = recording_worker(s, make_config(claim_batch=3))
+    worker.clock = StarvedClock()
+    assert worker.process(worker.claim_next())[0] == "unsaved"
+    assert [job.id for job in worker.held] == ids[1:] and ("held", []) not in states
+    assert job_row(clean_db, ids[1])["status"] == "reserved"
+    assert worker.batch_size() == 3
+
+
+def test_a_jobs_own_time_leaves_out_its_wait_for_a_cpu(tmp_path):
+    """Sharing one CPU with a busy process, a thread waits for it about half the
+    time: a job's own time leaves that out (Linux's run delay)."""
+    if not os.path.exists(SCHEDSTAT):
+        pytest.skip("no run delay to read on this kernel")
+    program = textwrap.dedent("""
+        import os, signal, time
+        from prefork.worker.job_time import JobClock
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        hog = os.fork()
+        if hog == 0:   # busy, on our CPU; gone by itself should we fail to kill it
+            hog_until = time.monotonic() + 10
+            while time.monotonic() < hog_until:
+                pass
+            os._exit(0)
+        clock = JobClock()
+        started = clock.start()
+        spin_until = time.monotonic() + 0.5
+        while time.monotonic() < spin_until:
+            pass
+        own = clock.own_seconds(started)
+        print(own, time.monotonic() - started)
+        os.kill(hog, signal.SIGKILL)
+        os.waitpid(hog, 0)
+    """)
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=30, check=True).stdout
+    own, elapsed = map(float, out.split())
+    assert elapsed >= 0.5 and own <= 0.8 * elapsed, (own, elapsed)
 
 
 def session_questions(s):

@@ -182,6 +182,12 @@ class Store(abc.ABC):
     def release(self, job: Job) -> bool:
         """Give back a claimed job that never started, restoring its attempt."""
 
+    def release_many(self, jobs: Sequence[Job]) -> set[int]:
+        """release() of several jobs (a worker's held batch); the ids given back (the
+        others' tokens no longer matched). One at a time here: a store overrides it
+        with one transaction."""
+        return {job.id for job in jobs if self.release(job)}
+
     @abc.abstractmethod
     def extend(self, job: Job, lease_seconds: float) -> bool:
         """Push the lease deadline out while the handler runs. False if the lease was lost."""

@@ -18,16 +18,11 @@ from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
+from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
 
 FIRST_IDLE_SLEEP = 0.05
-# Seconds of expected work a worker may hold in claimed, unstarted jobs. Fast
-# jobs are claimed in batches (one commit for many claims); slow ones one at
-# a time, so that a batch never makes siblings idle while its jobs wait.
-HOLD_BUDGET = 0.05
-JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
-SHORTEST_JOB_TIME = 1e-4   # seconds: bounds the batch a run of instant jobs asks for
 
 # What an integration wraps around every handler (set before the fork, so that the
 # children inherit it): Django's gives each job fresh database connections.
@@ -39,15 +34,6 @@ def set_around_job(scope: Optional[JobScope]) -> None:
     """Run every handler inside scope(job) from now on (None: nothing around it)."""
     global _around_job
     _around_job = scope
-
-
-def batch_size(job_seconds: float, claim_batch: int, left: Optional[int] = None) -> int:
-    """How many jobs to claim at once: as many as fit the hold budget at the recent
-    job time, within claim_batch and what is left to run (None: no limit); at least one."""
-    size = int(HOLD_BUDGET / max(job_seconds, SHORTEST_JOB_TIME))
-    if left is not None:
-        size = min(size, left)
-    return max(1, min(claim_batch, size))
 
 
 class WorkerListener(Protocol):
@@ -121,6 +107,7 @@ class Worker:
         # Running average of job time; None before the first job (the first claim then
         # takes one job), whose time replaces the guess rather than being averaged with it.
         self.job_seconds: Optional[float] = None
+        self.clock = JobClock()   # a job's own time: not the time it waited for a CPU
         self.claim_cap: Optional[int] = None   # at most this many jobs to run (None: no cap)
         self.listener: WorkerListener = listener or QuietListener()
         self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
@@ -216,8 +203,12 @@ class Worker:
             self.save_completions(self.store.complete_many(self.leases(self.unsaved)))
         if not self.held:
             return
-        while self.held:
-            self.give_back(self.held.popleft(), "claim_released")
+        held = list(self.held)
+        self.held.clear()
+        released = self.store.release_many(held)   # one transaction for all of them
+        for job in held:
+            if job.id in released:
+                event("claim_released", job_id=job.id, type=job.type)
         self.listener.held([])
 
     def save_completions(self, completed_ids: Sequence[int]) -> None:
@@ -268,7 +259,7 @@ class Worker:
         self.listener.busy(job)   # first: the parent must know what we run
         self.limited.started(job)
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
-        started = time.monotonic()
+        started = self.clock.start()
         try:
             self.run_handler(job)
         except Exception as exc:  # a handler's failure is the job's, not the worker's
@@ -310,10 +301,10 @@ class Worker:
         return Outcome.DONE, next_job, queue_empty
 
     def time_job(self, started: float) -> None:
-        """Fold the job's time into the running average. After a job slower than
-        the hold budget, held jobs are given back: siblings may take them now
-        instead of after our next slow job."""
-        seconds = time.monotonic() - started
+        """Fold the job's own time (job_time.py) into the running average. After a job
+        slower than the hold budget, held jobs are given back: siblings may take them
+        now instead of after our next slow job."""
+        seconds = self.clock.own_seconds(started)
         if self.job_seconds is None:
             self.job_seconds = seconds
         else:

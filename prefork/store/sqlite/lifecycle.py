@@ -132,7 +132,15 @@ class SQLiteLifeCycle(SQLiteSession):
             return cursor.rowcount == 1
 
     def release(self, job: Job) -> bool:
-        return self._write_one(RELEASE, _lease(job.lease)) == 1
+        return job.id in self.release_many([job])
+
+    def release_many(self, jobs: Sequence[Job]) -> set[int]:
+        if not jobs:
+            return set()
+        with self._write() as cursor:
+            stamps = times(utc_now())
+            return {job.id for job in jobs
+                    if cursor.execute(RELEASE, {**_lease(job.lease), **stamps}).rowcount == 1}
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._write_one(EXTEND, _lease(job.lease), lease_until=lease_seconds) == 1
