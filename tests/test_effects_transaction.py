@@ -1,14 +1,16 @@
 """A handler's own transaction (job.transaction()) on MySQL, in both dialects: the
 completion fences and locks first, so the effect and the completion commit
-together or not at all, in at most four round trips a job (the effect's one
-included) plus one COM_SET_OPTION per run of such jobs, counted at the wire."""
+together or not at all, in three round trips a job (the effect's one included),
+counted at the wire: autocommit off goes ahead of the fence, in its round trip."""
 import pymysql
 import pytest
+import query_tap
 from conftest import DIALECTS, SERVER, wait_until
 from query_tap import COM_QUERY, QueryTap
 
 from prefork.errors import LeaseLost
 from prefork.jobs import new_job
+from prefork.store.mysql.completion_queries import COMPLETE
 
 WORKER = "effects-host:1"
 INSERT = "INSERT INTO ledger VALUES (%s, %s)"
@@ -106,15 +108,70 @@ def test_a_stacked_statement_is_refused_and_nothing_commits(store, clean_db, dia
 
 
 @both_dialects
-def test_a_run_of_effect_jobs_costs_four_round_trips_a_job(make_config, store, clean_db,
-                                                          dialect):
+def test_a_failed_start_closes_the_session_and_the_fence_changes_nothing(store, clean_db,
+                                                                         dialect, monkeypatch):
+    """Autocommit off goes ahead of COMPLETE, which runs even when that failed: with
+    autocommit on it matches nothing (it would commit alone, without the effect), and
+    the failure closes the session before the handler gets a cursor."""
+    s = store()
+    job_id = s.enqueue(new_job("ledger"))
+    [job] = s.claim(["default"], WORKER, 30)
+    assert s._rowcount(COMPLETE, job.lease) == 0   # autocommit on: the fence refuses
+    monkeypatch.setattr(s, "completion_start", "SET SESSION autocommit = 'neither'")
+    monkeypatch.setattr(s, "_completion_start_args", lambda: ())
+    ran = []
+    with pytest.raises(pymysql.err.MySQLError):
+        with job.transaction() as cursor:
+            ran.append(cursor.execute(INSERT, ("unstarted", job_id)))
+    assert not ran and not job.finished and not s.conn.open
+    assert scalar(clean_db, "SELECT status FROM prefork_jobs WHERE id = %s",
+                  (job_id,)) == "reserved"
+    assert scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 0
+
+
+class RoundTrips(query_tap.Session):
+    """A tapped session that numbers its round trips: the commands a client sends
+    before the server answered any of them share one. (The tap sees an answer before
+    passing it on, so a command sent after an answer cannot join the trip before.)"""
+
+    def __init__(self, on_greeting):
+        super().__init__(on_greeting)
+        self.trip = 0
+        self.answered = False
+
+    def from_server(self, data):
+        self.answered = True
+        super().from_server(data)
+
+    def from_client(self, data):
+        before = len(self.commands)
+        super().from_client(data)
+        if len(self.commands) > before and self.answered:
+            self.trip, self.answered = self.trip + 1, False
+        self.commands[before:] = [(*sent, self.trip) for sent in self.commands[before:]]
+
+
+def round_trips(sent):
+    """The commands [(command, sql, trip)] grouped by round trip: [[command, ...]]."""
+    trips = {}
+    for command, _, trip in sent:
+        trips.setdefault(trip, []).append(command)
+    return list(trips.values())
+
+
+@both_dialects
+def test_a_run_of_effect_jobs_costs_three_round_trips_a_job(make_config, store, clean_db,
+                                                            dialect, monkeypatch):
     """Counted at the wire on the store's own connection: from the claim of three
-    jobs to their three commits, one COM_SET_OPTION (multi-statements off, once
-    for the run) and four queries a job, the handler's INSERT one of them."""
+    jobs to their three commits, three round trips a job: autocommit off and the
+    fence (with multi-statements off for the run, in the first job's), the
+    handler's INSERT, the commit. The next claim switches multi-statements back
+    on ahead of its script."""
+    monkeypatch.setattr(query_tap, "Session", RoundTrips)
     database = make_config().dsn.rsplit("/", 1)[1]
     with QueryTap(SERVER["host"], SERVER["port"]) as tap:
         s = store(dsn=f"mysql://{SERVER['user']}@127.0.0.1:{tap.port}/{database}")
-        for _ in range(3):
+        for _ in range(4):
             s.enqueue(new_job("ledger"))
         jobs = s.claim(["default"], WORKER, 30, limit=3)
         assert len(jobs) == 3
@@ -122,9 +179,12 @@ def test_a_run_of_effect_jobs_costs_four_round_trips_a_job(make_config, store, c
         for job in jobs:
             with job.transaction() as cursor:
                 cursor.execute(INSERT, (f"key-{job.id}", job.id))
-        sent = tap.commands(s.connection_id())[before:]
+        run = round_trips(tap.commands(s.connection_id())[before:])
+        before = len(tap.commands(s.connection_id()))
+        assert len(s.claim(["default"], WORKER, 30)) == 1
+        claim = round_trips(tap.commands(s.connection_id())[before:])
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'") == 3
-    assert [command for command, _ in sent].count(COM_SET_OPTION) == 1
-    queries = [sql for command, sql in sent if command == COM_QUERY]
-    assert len(queries) == 4 * 3, queries
-    assert len(sent) == 4 * 3 + 1
+    first_job = [[COM_SET_OPTION, COM_QUERY, COM_QUERY], [COM_QUERY], [COM_QUERY]]
+    next_job = [[COM_QUERY, COM_QUERY], [COM_QUERY], [COM_QUERY]]
+    assert run == first_job + next_job * 2, run
+    assert [COM_SET_OPTION, COM_QUERY] in claim and [COM_SET_OPTION] not in claim, claim

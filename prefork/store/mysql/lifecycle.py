@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ContextManager
+from typing import Any
 
 import pymysql
 
@@ -35,7 +35,7 @@ from .queries import (
     placeholders,
     script,
 )
-from .completion_queries import COMPLETE
+from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
@@ -107,21 +107,44 @@ class MySQLLifeCycle(MySQLDue):
 
     # -- one job under its lease -----------------------------------------------------------
 
+    # How a handler's transaction starts (sent ahead of COMPLETE) and commits; the
+    # mysql dialect's bound its silence too (completion_queries.py).
+    completion_start, completion_end = AUTOCOMMIT_OFF, AUTOCOMMIT_ON
+
     @contextmanager
     def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
         # The handler gets our cursor: no statements stacked after an injected ';'.
+        # Both switches go ahead of COMPLETE, in its round trip.
         self._multi_statements(False)
-        with self._completion() as cursor:
-            # Fenced and locked at once (see COMPLETE): the lease cannot be lost
-            # once this succeeds, and a rollback undoes it with the effect.
-            if cursor.execute(COMPLETE, job.lease) != 1:
-                raise LeaseLost(f"job {job.id}: lease lost before completion")
-            yield cursor
+        self._send_ahead(self.completion_start, self._completion_start_args())
+        with self.conn.cursor() as cursor:
+            try:
+                # Fenced and locked at once (see COMPLETE): the lease cannot be lost
+                # once this succeeds, and a rollback undoes it with the effect.
+                if cursor.execute(COMPLETE, job.lease) != 1:
+                    raise LeaseLost(f"job {job.id}: lease lost before completion")
+                yield cursor
+                cursor.execute(self.completion_end)
+            except BaseException:
+                self._end_rolled_back()
+                raise
         job.finished = True
 
-    def _completion(self) -> ContextManager[pymysql.cursors.Cursor]:
-        """The transaction of a handler's completion: BEGIN, ..., COMMIT here."""
-        return self._transaction()
+    def _completion_start_args(self) -> tuple[Any, ...]:
+        return ()
+
+    def _end_rolled_back(self) -> None:
+        """After a failed completion: roll back, then autocommit (and what else
+        completion_end restores) back on, which has nothing left to commit."""
+        try:
+            self.conn.rollback()
+        except pymysql.err.Error:
+            return   # the connection is gone (maybe ended by a bound): nothing to restore
+        try:
+            with self.conn.cursor() as cursor:
+                cursor.execute(self.completion_end)
+        except pymysql.err.Error:
+            pass
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
         return self._retry_contention(functools.partial(self._fail, job, bounded(error),

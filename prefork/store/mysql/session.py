@@ -94,9 +94,57 @@ class _Connection(pymysql.connections.Connection):
     builds it at its first connect, before any fork: children inherit it.
 
     And the driver's SET NAMES at login can wait for our settings, to go in their
-    round trip (names_deferred: see connect())."""
+    round trip (names_deferred: see connect()).
+
+    And a command can go ahead of the next one, in the same write (send_ahead): the
+    server answers both, and the next one's round trip is the only one waited for."""
 
     names_deferred = False
+    # What send_ahead() queued for the next command: (command, argument), in order.
+    ahead: list[tuple[int, bytes]] = []
+    corked: list[bytes] | None = None   # writes held back to go out as one
+
+    def send_ahead(self, command: int, argument: bytes) -> None:
+        """Send this command in the write of the next one, and read its answer before
+        that one's: no round trip of its own. Only for a command whose failure the next
+        one is guarded against (it runs all the same): a failure closes the connection
+        and is raised by the next command."""
+        self.ahead = [*self.ahead, (command, argument)]
+
+    def _execute_command(self, command: int, sql: str | bytes) -> None:
+        driver = cast(Any, super())   # the private methods are not in PyMySQL's stubs
+        if not self.ahead:
+            driver._execute_command(command, sql)
+            return
+        ahead, self.ahead, self.corked = self.ahead, [], []
+        try:
+            for queued in ahead:
+                driver._execute_command(*queued)
+            driver._execute_command(command, sql)
+        finally:
+            corked, self.corked = self.corked, None
+        driver._write_bytes(b"".join(corked))
+        for _ in ahead:
+            self._read_answer_ahead()
+        cast(Any, self)._next_seq_id = 1   # the next command's answer is the caller's
+
+    def _read_answer_ahead(self) -> None:
+        """Read one queued command's answer (an OK or EOF packet). An error leaves the
+        commands after it run or running, their answers unread: close the connection,
+        so nothing more goes through it, and raise."""
+        raw = cast(Any, self)
+        raw._next_seq_id = 1
+        try:
+            raw._read_packet()
+        except pymysql.err.MySQLError:
+            raw._force_close()
+            raise
+
+    def _write_bytes(self, data: bytes) -> None:
+        if self.corked is not None:
+            self.corked.append(data)
+        else:
+            cast(Any, super())._write_bytes(data)
 
     def set_character_set(self, charset: str, collation: str | None = None) -> None:
         if not self.names_deferred:
@@ -122,7 +170,7 @@ _DEFAULT_TLS: list[ssl.SSLContext] = []   # _Connection's, once built
 
 
 def connect(config: Config, dsn_args: dict[str, Any],
-            password: str | None) -> tuple[pymysql.connections.Connection, Server, Flavor]:
+            password: str | None) -> tuple[_Connection, Server, Flavor]:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
     transactions bounded by a lease; the server it reached and the dialect to
@@ -196,20 +244,19 @@ def _check_sendable(password: str | None) -> None:
                         "the driver (PyMySQL) cannot send") from None
 
 
-def set_multi_statements(conn: pymysql.connections.Connection, enabled: bool) -> None:
-    """Let the server take several statements in one query, or refuse them, for the
-    rest of this session: COM_SET_OPTION, one round trip. PyMySQL has no method
-    for it; its reply is an EOF packet, or an error packet that _read_packet raises."""
-    raw = cast(Any, conn)   # the two private methods are not in PyMySQL's stubs
+def set_multi_statements(conn: _Connection, enabled: bool) -> None:
+    """Let the server take several statements in one query, or refuse them, from the
+    next command on: COM_SET_OPTION (PyMySQL has no method for it), sent ahead of that
+    command. Its failure closes the connection before the next command's answer is
+    read: a handler never gets a cursor whose stacked statements the server takes."""
     option = MULTI_STATEMENTS_ON if enabled else MULTI_STATEMENTS_OFF
-    raw._execute_command(COMMAND.COM_SET_OPTION, struct.pack("<H", option))
-    raw._read_packet()
+    conn.send_ahead(COMMAND.COM_SET_OPTION, struct.pack("<H", option))
 
 
 class MySQLSession(Store):
     """What every part of the MySQL store shares: one connection (autocommit) and
     the ways to run statements on it."""
-    conn: pymysql.connections.Connection
+    conn: _Connection
     dsn_args: dict[str, Any]
     server: Server      # which server the connection reached, from its handshake
     dialect: Flavor     # the SQL this store speaks to it
@@ -227,6 +274,12 @@ class MySQLSession(Store):
         if self.multi_statements_on != enabled:
             set_multi_statements(self.conn, enabled)
             self.multi_statements_on = enabled
+
+    def _send_ahead(self, sql: str, args: Sequence[Any] = ()) -> None:
+        """Send this statement in the write of the next one (see _Connection.send_ahead)."""
+        with self.conn.cursor() as cursor:
+            statement = cursor.mogrify(sql, args or None)
+        self.conn.send_ahead(COMMAND.COM_QUERY, statement.encode(self.conn.encoding))
 
     def _one(self, sql: str, args: Sequence[Any] | None = None) -> Row:
         """The first row of a read (which must return one)."""
