@@ -9,11 +9,14 @@ and almost none of its own: counted as slow, it made the worker give back its
 whole held batch to siblings just as short of CPU, and shrink its next claims.
 A job that sleeps, waits on I/O or computes keeps all of its time. Where the
 kernel does not report the run delay (not Linux, or no sched_info), a job's
-own time is its wall-clock time. Reading it costs two pread()s per job (~3 us).
+own time is its wall-clock time. Reading the run delay costs a pread() (~1.5 us)
+as a job starts, and another as it ends when it took longer than UNREAD_WAIT.
 """
 import os
 import time
 from typing import BinaryIO, Optional
+
+from ..settings import MAX_CLAIM_BATCH
 
 # Seconds of expected work a worker may hold in claimed, unstarted jobs. Fast
 # jobs are claimed in batches (one commit for many claims); slow ones one at
@@ -22,6 +25,9 @@ HOLD_BUDGET = 0.05
 JOB_TIME_WEIGHT = 0.3   # of the newest job in the running average of job time
 SHORTEST_JOB_TIME = 1e-4   # seconds: bounds the batch a run of instant jobs asks for
 SCHEDSTAT = "/proc/thread-self/schedstat"   # ns on a CPU, ns waiting for one, timeslices
+# A job quicker than this sizes the largest batch whatever part of it was a wait
+# for a CPU: its run delay is not read again.
+UNREAD_WAIT = HOLD_BUDGET / MAX_CLAIM_BATCH
 
 
 def batch_size(job_seconds: float, claim_batch: int, left: Optional[int] = None) -> int:
@@ -50,7 +56,7 @@ class JobClock:
         """The seconds since `started` (start()'s) less those spent waiting for a CPU."""
         elapsed = time.monotonic() - started
         waited_at_start, self.waited_at_start = self.waited_at_start, None
-        if waited_at_start is None:
+        if waited_at_start is None or elapsed < UNREAD_WAIT:
             return elapsed
         waited = self._waited()
         if waited is None:
