@@ -289,7 +289,7 @@ class Supervisor:
         self.upkeep.recover_when_due(now)
         self.upkeep.flush_hand_backs()
         self.upkeep.write_rollup_when_due(now)
-        if self.upkeep.beat_when_due(now, self.target, self.pool.describe(now)):
+        if self.upkeep.beat_when_due(now, self.target, lambda: self.pool.describe(now)):
             self.pool.generation += 1   # rejoined under a new id: roll the children onto it
         control = self.upkeep.control_when_due(now)
         if control:

@@ -236,15 +236,17 @@ class Upkeep:
             listening = {"wakeup_address": self.wakeup_address}
         event("supervisor_registered", process_id=self.process_id, **listening)
 
-    def beat_when_due(self, now: float, workers: int, children_json: str) -> bool:
+    def beat_when_due(self, now: float, workers: int, children_json: Callable[[], str]) -> bool:
         """Heartbeat and prune silent supervisors. True when others had pruned us and
         we joined again under a new id: the caller must replace its children, whose
-        claims carry the old one."""
+        claims carry the old one. children_json() describes the children, only when a
+        beat is due (the main loop runs many times a second)."""
         if now < self.next_beat_at:
             return False
         self.next_beat_at = now + self.config.heartbeat_interval
+        described = children_json()
         beat = self._with_store(lambda store: "alive" if store.heartbeat(
-            self.process_id, self.config.queues, workers, children_json) else "pruned")
+            self.process_id, self.config.queues, workers, described) else "pruned")
         for process_id, jobs in self._with_store(lambda store: store.prune_silent(
                 self.config.supervisor_timeout, spare=holder_still_runs)) or []:
             event("supervisor_pruned", level=logging.WARNING, process_id=process_id,
