@@ -163,10 +163,12 @@ def round_trips(sent):
 def test_a_run_of_effect_jobs_costs_three_round_trips_a_job(make_config, store, clean_db,
                                                             dialect, monkeypatch):
     """Counted at the wire on the store's own connection: from the claim of three
-    jobs to their three commits, three round trips a job: autocommit off and the
-    fence (with multi-statements off for the run, in the first job's), the
-    handler's INSERT, the commit. The next claim switches multi-statements back
-    on ahead of its script."""
+    jobs to their three commits, three round trips a job: the fence (autocommit off
+    ahead of it; multi-statements off for the run ahead of the first job's), the
+    handler's INSERT, the commit. In the mariadb dialect autocommit stays off from
+    one job's commit to the next job's fence, and comes back on ahead of the next
+    other statement; the next claim switches multi-statements back on ahead of its
+    script."""
     monkeypatch.setattr(query_tap, "Session", RoundTrips)
     database = make_config().dsn.rsplit("/", 1)[1]
     with QueryTap(SERVER["host"], SERVER["port"]) as tap:
@@ -183,8 +185,12 @@ def test_a_run_of_effect_jobs_costs_three_round_trips_a_job(make_config, store, 
         before = len(tap.commands(s.connection_id()))
         assert len(s.claim(["default"], WORKER, 30)) == 1
         claim = round_trips(tap.commands(s.connection_id())[before:])
+        assert_autocommits(s, clean_db, "after the run")
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'") == 3
     first_job = [[COM_SET_OPTION, COM_QUERY, COM_QUERY], [COM_QUERY], [COM_QUERY]]
-    next_job = [[COM_QUERY, COM_QUERY], [COM_QUERY], [COM_QUERY]]
+    next_fence = [COM_QUERY] if dialect == "mariadb" else [COM_QUERY, COM_QUERY]
+    next_job = [next_fence, [COM_QUERY], [COM_QUERY]]
     assert run == first_job + next_job * 2, run
     assert [COM_SET_OPTION, COM_QUERY] in claim and [COM_SET_OPTION] not in claim, claim
+    if dialect == "mariadb":   # autocommit back on, ahead of the claim's first read
+        assert claim[0] == [COM_QUERY, COM_QUERY], claim

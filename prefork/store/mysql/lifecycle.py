@@ -35,7 +35,7 @@ from .queries import (
     placeholders,
     script,
 )
-from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMPLETE
+from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMMIT, COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
@@ -107,16 +107,22 @@ class MySQLLifeCycle(MySQLDue):
 
     # -- one job under its lease -----------------------------------------------------------
 
-    # How a handler's transaction starts (sent ahead of COMPLETE) and commits; the
-    # mysql dialect's bound its silence too (completion_queries.py).
-    completion_start, completion_end = AUTOCOMMIT_OFF, AUTOCOMMIT_ON
+    # How a handler's transaction starts (sent ahead of COMPLETE) and commits, and
+    # what undoes the start once it committed (completion_queries.py): the mariadb
+    # dialect's commit leaves autocommit off, to be turned back on ahead of the next
+    # command, unless that is the next job's COMPLETE, which wants it off. (The mysql
+    # dialect's commit undoes its start at once: its bound must not outlast it.)
+    completion_start, completion_end = AUTOCOMMIT_OFF, COMMIT
+    completion_undo: str | None = AUTOCOMMIT_ON
 
     @contextmanager
     def completing(self, job: Job) -> Iterator[pymysql.cursors.Cursor]:
         # The handler gets our cursor: no statements stacked after an injected ';'.
-        # Both switches go ahead of COMPLETE, in its round trip.
+        # Both switches go ahead of COMPLETE, in its round trip; autocommit is still
+        # off when the last job's transaction left it so (its undo was pending).
         self._multi_statements(False)
-        self._send_ahead(self.completion_start, self._completion_start_args())
+        if self.conn.take_pending() is None:
+            self._send_ahead(self.completion_start, self._completion_start_args())
         with self.conn.cursor() as cursor:
             try:
                 # Fenced and locked at once (see COMPLETE): the lease cannot be lost
@@ -128,21 +134,23 @@ class MySQLLifeCycle(MySQLDue):
             except BaseException:
                 self._end_rolled_back()
                 raise
+        if self.completion_undo is not None:
+            self.conn.leave_pending(self.completion_undo.encode())
         job.finished = True
 
     def _completion_start_args(self) -> tuple[Any, ...]:
         return ()
 
     def _end_rolled_back(self) -> None:
-        """After a failed completion: roll back, then autocommit (and what else
-        completion_end restores) back on, which has nothing left to commit."""
+        """After a failed completion: roll back, then undo its start (with nothing
+        left to commit)."""
         try:
             self.conn.rollback()
         except pymysql.err.Error:
             return   # the connection is gone (maybe ended by a bound): nothing to restore
         try:
             with self.conn.cursor() as cursor:
-                cursor.execute(self.completion_end)
+                cursor.execute(self.completion_undo or self.completion_end)
         except pymysql.err.Error:
             pass
 

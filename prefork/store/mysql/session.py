@@ -103,6 +103,7 @@ class _Connection(pymysql.connections.Connection):
     # What send_ahead() queued for the next command: (command, argument), in order.
     ahead: list[tuple[int, bytes]] = []
     corked: list[bytes] | None = None   # writes held back to go out as one
+    pending: bytes | None = None   # see leave_pending()
 
     def send_ahead(self, command: int, argument: bytes) -> None:
         """Send this command in the write of the next one, and read its answer before
@@ -111,8 +112,26 @@ class _Connection(pymysql.connections.Connection):
         and is raised by the next command."""
         self.ahead = [*self.ahead, (command, argument)]
 
+    def leave_pending(self, statement: bytes) -> None:
+        """Send this statement ahead of the next command, unless take_pending() takes
+        it back first: what a job's transaction left to undo (autocommit off) costs
+        nothing when the next job's transaction wants it as it is."""
+        self.pending = statement
+
+    def take_pending(self) -> bytes | None:
+        """The statement leave_pending() left, now not to be sent."""
+        statement, self.pending = self.pending, None
+        return statement
+
+    def connect(self, sock: Any = None) -> None:
+        self.pending = None   # a new session has nothing of the old one's to undo
+        super().connect(sock)
+
     def _execute_command(self, command: int, sql: str | bytes) -> None:
         driver = cast(Any, super())   # the private methods are not in PyMySQL's stubs
+        pending = self.take_pending()
+        if pending is not None:
+            self.send_ahead(COMMAND.COM_QUERY, pending)
         if not self.ahead:
             driver._execute_command(command, sql)
             return
