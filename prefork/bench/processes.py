@@ -135,9 +135,19 @@ class SupervisorProcess:
         return sample
 
     def cpu_seconds(self) -> Dict[str, float]:
-        """{"parent", "children"}: CPU seconds (user + system) used so far."""
+        """{"parent", "children"}: CPU seconds (user + system) used so far; the
+        children's are the live ones' and those of the children it reaped (a child
+        forked per job lives for a fraction of a run)."""
         return {"parent": cpu_seconds([self.pid]),
-                "children": cpu_seconds(child.pid for child in self.children())}
+                "children": cpu_seconds(child.pid for child in self.children())
+                + self._reaped_children_cpu()}
+
+    def _reaped_children_cpu(self) -> float:
+        try:
+            times = psutil.Process(self.pid).cpu_times()
+        except psutil.Error:
+            return 0.0
+        return times.children_user + times.children_system
 
     # -- its life -----------------------------------------------------------------
 

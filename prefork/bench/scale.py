@@ -303,6 +303,8 @@ def row(scenario: str, workers: int, measured: Throughput,
             "reference_jobs_per_s": reference.jobs_per_s if reference else None,
             "ratio": measured.jobs_per_s / reference.jobs_per_s if reference else None,
             "stmts_per_job": measured.per_job("Questions"),
+            "client_cpu_ms_per_job": measured.cpu_ms_per_job["parent"]
+            + measured.cpu_ms_per_job["children"],
             "server_cpu_ms_per_job": measured.cpu_ms_per_job.get("server")}
 
 
