@@ -10,12 +10,9 @@ needs no locking read at all: it marks done what is still ours, then reads which
 jobs are done under the group's leases.
 """
 import secrets
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
-
-import pymysql
 
 from ...config import Config
 from ...jobs import Job, Lease
@@ -91,29 +88,13 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
             lambda: self._script_results(script(*_completion(leases)), _flat_twice(leases)))
         return {row[0] for row in done}
 
-    @contextmanager
-    def _completion(self) -> Iterator[pymysql.cursors.Cursor]:
+    completion_start, completion_end = BOUND_SILENCE_AND_BEGIN, COMMIT_AND_UNBOUND_SILENCE
+    completion_undo = None   # the commit undid the start
+
+    def _completion_start_args(self) -> tuple[Any, ...]:
         # MySQL has no idle_transaction_timeout (see session.py): a short wait_timeout
         # for the span of the handler's transaction ends it should this host vanish.
-        # The bound opens the transaction and lifting it commits it: no round trips
-        # of their own (completion_queries.py).
-        with self.conn.cursor() as cursor:
-            cursor.execute(BOUND_SILENCE_AND_BEGIN, (idle_seconds(self.config.lease_seconds),))
-            try:
-                yield cursor
-                cursor.execute(COMMIT_AND_UNBOUND_SILENCE)
-            except BaseException:
-                self._rollback_quietly()
-                self._lift_bound()
-                raise
-
-    def _lift_bound(self) -> None:
-        """After a rollback: autocommit and the server's wait_timeout back."""
-        try:
-            with self.conn.cursor() as cursor:
-                cursor.execute(COMMIT_AND_UNBOUND_SILENCE)
-        except pymysql.err.Error:
-            pass   # the connection is gone (maybe ended by the bound): nothing to restore
+        return (idle_seconds(self.config.lease_seconds),)
 
     def request_restart(self, host: str, at: datetime | None = None) -> datetime:
         self._rowcount(REQUEST_RESTART, (host, at, at))
