@@ -29,3 +29,14 @@ def test_a_held_job_whose_cancellation_is_pending_ends_cancelled(backend_store, 
     assert s.release_many(jobs) == set(ids)
     assert [db.row(job_id)["status"] for job_id in ids] == ["ready", "cancelled"]
     assert db.row(ids[1])["finished_at"] is not None
+
+
+def test_mysql_gives_back_a_batch_in_one_round_trip(store, clean_db, monkeypatch):
+    s = store()
+    ids = [s.enqueue(new_job("noop")) for _ in range(3)]
+    jobs = s.claim(["default"], WORKER, 30, limit=3)
+    sent = []
+    query = s.conn.query
+    monkeypatch.setattr(s.conn, "query", lambda sql, *args: sent.append(sql) or query(sql, *args))
+    assert s.release_many(jobs) == set(ids)
+    assert len([sql for sql in sent if "prefork_jobs" in str(sql)]) == 1

@@ -182,11 +182,10 @@ class Store(abc.ABC):
     def release(self, job: Job) -> bool:
         """Give back a claimed job that never started, restoring its attempt."""
 
+    @abc.abstractmethod
     def release_many(self, jobs: Sequence[Job]) -> set[int]:
-        """release() of several jobs (a worker's held batch); the ids given back (the
-        others' tokens no longer matched). One at a time here: a store overrides it
-        with one transaction."""
-        return {job.id for job in jobs if self.release(job)}
+        """release() of several jobs (a worker's held batch) in one transaction; the ids
+        given back (the others' tokens no longer matched)."""
 
     @abc.abstractmethod
     def extend(self, job: Job, lease_seconds: float) -> bool:

@@ -31,6 +31,7 @@ from .queries import (
     READY_COUNT,
     RECOVER_EXPIRED,
     RELEASE,
+    RELEASE_GROUP,
     lease_pairs,
     placeholders,
     script,
@@ -171,7 +172,15 @@ class MySQLLifeCycle(MySQLDue):
             return True
 
     def release(self, job: Job) -> bool:
-        return self._rowcount(RELEASE, job.lease) == 1
+        return self._rowcount(_fenced(RELEASE, [job.lease]), job.lease) == 1
+
+    def release_many(self, jobs: Sequence[Job]) -> set[int]:
+        if len(jobs) <= 1:
+            return {job.id for job in jobs if self.release(job)}
+        leases = [job.lease for job in jobs]
+        (locked,) = self._retry_contention(lambda: self._script_results(
+            _fenced(RELEASE_GROUP, leases), _flat(leases) * 2))
+        return {row[0] for row in locked}
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._rowcount(EXTEND, (micros(lease_seconds), job.id, job.lease_token)) == 1

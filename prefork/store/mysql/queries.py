@@ -149,14 +149,22 @@ READY_COUNT = (
 # safe while the token still matches (nobody else took the job). A job whose
 # cancellation is pending ends cancelled instead of ready. MySQL assigns left to
 # right, each assignment seeing those before it: every statement here clears
-# cancel_requested_at last, after the others read it.
+# cancel_requested_at last, after the others read it. Of the claims of
+# {lease_pairs}: alone (autocommitted) for one job, in RELEASE_GROUP for a batch.
 RELEASE = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
     " SET status = IF(cancel_requested_at IS NULL, 'ready', 'cancelled'),"
     " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
     " finished_at = IF(cancel_requested_at IS NULL, NULL, UTC_TIMESTAMP(6)),"
     " updated_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL"
-    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+    " WHERE status = 'reserved' AND ({lease_pairs})")
+
+# A batch's release in one round trip: lock those still ours in id order (their
+# ids are the answer), then release them and commit.
+LOCK_RELEASABLE_GROUP = (
+    "SELECT id FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " WHERE status = 'reserved' AND ({lease_pairs}) ORDER BY id FOR UPDATE")
+RELEASE_GROUP = script(START_TRANSACTION, LOCK_RELEASABLE_GROUP, RELEASE, COMMIT)
 
 # The lease fence (id, token): our token, still reserved, lease not yet over.
 # Zero rows matched means the lease was lost.
