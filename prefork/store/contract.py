@@ -146,8 +146,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
-        """How many jobs of these queues could be claimed now, counting at most `limit`
-        per queue."""
+        """How many jobs of these queues could be claimed now (at most `limit` per queue)."""
 
     def complete(self, job: Job) -> bool:
         """Mark one job done if the token matches and the lease is live (or it is done
@@ -184,8 +183,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def release_many(self, jobs: Sequence[Job]) -> set[int]:
-        """release() of several jobs (a worker's held batch) in one transaction; the ids
-        given back (the others' tokens no longer matched)."""
+        """release() of a worker's held batch in one transaction: the ids given back."""
 
     @abc.abstractmethod
     def extend(self, job: Job, lease_seconds: float) -> bool:
