@@ -869,13 +869,15 @@ def check_partition_recovery(report, a, b, jobs, ledger, exec_runs, cut_at, rest
         "worker_boot_failed")]
     report.check("B noticed the cut (database errors in its log)", b_db_errors,
                  "no database error in B's log")
-    # The jobs B was running at the cut: B ran them last before the cut, and the
-    # child that ran them did not write their effect.
-    last_before_cut = {}
+    # The jobs B held at the cut: B ran them last before the link came back, and the
+    # child that ran them did not write their effect. Cut off, B could claim nothing:
+    # a job it started during the cut was claimed before it, in a batch, and held.
+    last_before_restore = {}
     for when, pid, job_id, _, key in exec_runs:
-        if when < cut_at:
-            last_before_cut[job_id] = (when, pid, key)
-    held = {job_id: (when, pid, key) for job_id, (when, pid, key) in last_before_cut.items()
+        if when < restore_at:
+            last_before_restore[job_id] = (when, pid, key)
+    held = {job_id: (when, pid, key) for job_id, (when, pid, key)
+            in last_before_restore.items()
             if pid in pids_b and key in ledger and ledger[key][3] != pid}
     # A's periodic lease recovery returned them while B was still cut off: each came
     # back through recover_expired (last_error 'lease expired'), not a hand-back.
