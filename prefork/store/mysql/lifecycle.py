@@ -145,15 +145,12 @@ class MySQLLifeCycle(MySQLDue):
     def _end_rolled_back(self) -> None:
         """After a failed completion: roll back, then undo its start (with nothing
         left to commit)."""
-        try:
-            self.conn.rollback()
-        except pymysql.err.Error:
-            return   # the connection is gone (maybe ended by a bound): nothing to restore
+        self._rollback_quietly()
         try:
             with self.conn.cursor() as cursor:
                 cursor.execute(self.completion_undo or self.completion_end)
         except pymysql.err.Error:
-            pass
+            pass   # the connection is gone (maybe ended by a bound): nothing to restore
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
         return self._retry_contention(functools.partial(self._fail, job, bounded(error),
