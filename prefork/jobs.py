@@ -95,6 +95,11 @@ class Job:
     def lease(self) -> Lease:
         return Lease(self.id, self.lease_token)
 
+    def bind(self, store: CompletionStore) -> None:
+        """Make store the one transaction() uses: a job claimed by another process
+        (the parent, for a child forked per job) must not use that process's session."""
+        self._store = store
+
     def transaction(self) -> ContextManager[Any]:
         """Context manager: a cursor in the transaction that marks this job done.
 

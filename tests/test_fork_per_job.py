@@ -3,6 +3,8 @@ pool overlapped. A child that retires gets its successor forked and connected fi
 within the spares (decisions.spares: one per four workers), and each new child sets
 its session up in two round trips. Real supervisors, real processes, real MariaDB
 (both SQL dialects), a counting proxy in front of the server for the round trips."""
+import os
+import signal
 import threading
 
 import psutil
@@ -103,21 +105,34 @@ def test_a_child_with_a_successor_goes_only_once_that_one_is_ready(supervisor, e
 
 
 @pytest.mark.parametrize("dialect", ["mariadb", "mysql"], indirect=True)
-def test_a_childs_set_up_is_one_round_trip(tmp_path, migrated, clean_db, dialect,
-                                           enqueue_many):
-    """Counted at the wire: a child's commands before its first statement on the jobs
-    (its first claim), in either dialect: one script, the driver's SET NAMES in it;
-    no schema read, no SELECT CONNECTION_ID()."""
+def test_a_child_handed_its_job_never_connects_and_one_that_claims_sets_up_in_one_round_trip(
+        tmp_path, migrated, clean_db, dialect, store):
+    """Counted at the wire. Jobs waiting at the start: the parent claims each child's
+    job before forking it and writes its completion, so those children open no
+    session at all (none reported, none more at the proxy than the parent's and the
+    reported ones'). Once the queue is empty, a child is forked without a job and
+    claims for itself: its commands before its first claim are one script, the
+    driver's SET NAMES in it; no schema read, no SELECT CONNECTION_ID()."""
+    jobs = 6
+    store().enqueue_many([new_job("noop", key=f"h{i}") for i in range(jobs)])
     database = migrated.rsplit("/", 1)[1]
     with QueryTap(SERVER["host"], SERVER["port"]) as tap:
         dsn = f"mysql://{SERVER['user']}@127.0.0.1:{tap.port}/{database}"
         with supervisor_starter(tmp_path, dsn, *APPS) as start:
             sup = start("--workers", "2", "--max-items", "1")
-            enqueue_many(6, "rt")
-            wait_until(lambda: scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 6,
-                       timeout=60, message="6 ledger rows")
-            ready = sup.wait_event("worker_ready", count=6)
-        for event in ready:
+            wait_until(lambda: scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs"
+                                      " WHERE status = 'done'") == jobs, timeout=60,
+                       message=f"{jobs} jobs done")
+            ready = sup.wait_event("worker_ready", count=jobs + 2)
+            sessions = len(tap.sessions)
+        connection = {event["pid"]: event["connection"] for event in ready}
+        ran = [event["pid"] for event in sup.events("job_claimed")]
+        assert len(ran) == jobs and not any(connection[pid] for pid in ran), connection
+        assert len(sup.events("job_completed_by_supervisor", why="forked per job")) == jobs
+        claimers = [event for event in ready if event["connection"] is not None]
+        assert claimers, "no child was forked without a job once the queue was empty"
+        assert sessions == 1 + len(claimers), f"{sessions} sessions: the parent's and {claimers}"
+        for event in claimers:
             commands = tap.commands(event["connection"])
             first_claim = next(index for index, (_, sql) in enumerate(commands)
                                if "prefork_jobs" in sql)
@@ -126,6 +141,60 @@ def test_a_childs_set_up_is_one_round_trip(tmp_path, migrated, clean_db, dialect
             assert set_up[0].startswith("SET NAMES utf8mb4;"), set_up
             assert not any("prefork_schema_migrations" in sql or "CONNECTION_ID" in sql
                            for sql in set_up)
+
+
+def test_a_handed_job_that_fails_is_recorded_and_retried_by_the_child_that_ran_it(
+        supervisor, store, clean_db):
+    """A handed child that needs the database (a failure to record, an effect to
+    commit with the completion) opens its own session then."""
+    store().enqueue_many([new_job("flaky", {"succeed_on": 2}, key=f"f{i}") for i in range(4)])
+    sup = supervisor("--workers", "2", "--max-items", "1", "--retry-base", "0.05")
+    wait_until(lambda: scalar(clean_db, "SELECT COUNT(*) FROM ledger") == 4, timeout=60,
+               message="4 ledger rows")
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'"
+                  " AND attempts = 2") == 4
+    failed = sup.events("job_failed")
+    assert len(failed) == 4 and all("ConnectionResetError" in event["error"] for event in failed)
+    handed = {event["pid"] for event in sup.events("worker_ready", connection=None)}
+    assert {event["pid"] for event in failed} <= handed, "a failure in a child not handed a job"
+
+
+def test_a_handed_child_killed_mid_job_gives_its_job_back_to_run_again(
+        supervisor, store, clean_db, tmp_path):
+    """The parent claimed the job and the child dies running it: the job goes back,
+    charged with the crash, and runs again in a new child; nothing runs twice at once."""
+    log, release = tmp_path / "tally.log", tmp_path / "release"
+    store().enqueue(new_job("tally", {"log": str(log), "until": str(release)}, key="k"))
+    sup = supervisor("--workers", "1", "--max-items", "1")
+    first = sup.wait_event("job_claimed")[0]
+    os.kill(first["pid"], signal.SIGKILL)
+    sup.wait_event("job_handed_back")
+    second = sup.wait_event("job_claimed", count=2)[1]
+    assert second["pid"] != first["pid"] and second["job_id"] == first["job_id"]
+    release.write_text("")
+    wait_until(lambda: scalar(clean_db, "SELECT status FROM prefork_jobs") == "done",
+               timeout=30, message="the job done")
+    assert scalar(clean_db, "SELECT crashes FROM prefork_jobs") == 1
+    assert log.read_text().split() == [str(first["job_id"])]
+
+
+def test_a_drain_lets_handed_jobs_finish_and_writes_their_completions(
+        supervisor, store, clean_db, tmp_path):
+    """SIGTERM while handed children run: they finish, the parent writes what they
+    left it, and exits 0 with every job done once."""
+    log, release = tmp_path / "tally.log", tmp_path / "release"
+    store().enqueue_many([new_job("tally", {"log": str(log), "until": str(release)},
+                                  key=f"d{i}") for i in range(3)])
+    sup = supervisor("--workers", "3", "--max-items", "1")
+    sup.wait_event("job_claimed", count=3)
+    sup.proc.send_signal(signal.SIGTERM)
+    sup.wait_event("supervisor_stopping")
+    release.write_text("")
+    assert sup.wait_exit() == 0
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'") == 3
+    assert sorted(log.read_text().split()) == sorted(
+        str(event["job_id"]) for event in sup.events("job_claimed"))
+    assert len(sup.events("job_completed_by_supervisor")) == 3
 
 
 @pytest.mark.parametrize("dialect", ["mariadb", "mysql"], indirect=True)

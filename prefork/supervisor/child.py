@@ -25,6 +25,7 @@ from ..titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS
 from ..settings import SETTINGS
 from ..store import driver_errors, open_store
+from ..store.lazy import LazyStore
 from ..wakeups.waker import Waker
 from ..worker.cancellation import CANCEL_SIGNAL, CancelInbox, signal_handler
 from ..worker.loop import Worker
@@ -55,6 +56,8 @@ class ChildSpec:
     # prepared by the parent (process_signals.preexec_die_with_parent), so that each
     # child does not look prctl up in libc anew (0.3 ms of a child forked per job).
     die_with_parent: Callable[[], None]
+    # The job the parent claimed for us (forked per job): run it, and nothing else.
+    job: Optional[Job] = None
 
 
 def run_child(spec: ChildSpec) -> None:
@@ -79,9 +82,7 @@ def _child_main(spec: ChildSpec) -> int:
     title = TitleTicker(spec.slot, config.queues)
     title.show("starting")
     try:
-        store = open_store(config)
-        if spec.check_schema:
-            store.check_schema()
+        store = _open_store(spec)
     except (UserError,) + driver_errors() as exc:
         event("worker_boot_failed", level=logging.ERROR, slot=spec.slot,
               error=str(exc) if isinstance(exc, UserError) else _described(config, exc))
@@ -111,8 +112,11 @@ def _child_main(spec: ChildSpec) -> int:
                                                 lambda: worker.running_handler))
     pipe.send(protocol.Ready(_connection_id(store)))
     try:
-        worker.run(max_jobs=spec.max_items or None,
-                   should_retire=lambda: retire.reason(worker.processed))
+        if spec.job is None:
+            worker.run(max_jobs=spec.max_items or None,
+                       should_retire=lambda: retire.reason(worker.processed))
+        else:
+            _run_handed(worker, spec.job)
     except driver_errors() as exc:
         event("worker_fatal", level=logging.ERROR, error=_described(config, exc))
         return FATAL_EXIT
@@ -128,6 +132,27 @@ def _child_main(spec: ChildSpec) -> int:
     title.show("exiting")
     store.close()
     return 0
+
+
+def _open_store(spec: ChildSpec) -> Any:
+    """Our own store: connected now, or (handed a job) on its first use."""
+    if spec.job is not None:
+        return LazyStore(spec.config, open_store)
+    store = open_store(spec.config)
+    if spec.check_schema:
+        store.check_schema()
+    return store
+
+
+def _run_handed(worker: Worker, job: Job) -> None:
+    """Run the job the parent claimed for us. Its completion is the parent's to write
+    when it simply succeeds; whatever else it needs (its transaction, a failure to
+    record) goes through our own store, which connects for it."""
+    event("worker_started", queues=",".join(worker.config.queues), worker=worker.identity)
+    job.bind(worker.store)
+    worker.parent_completes = True
+    worker.listener.idle(worker.process(job)[0])
+    event("worker_stopped", processed=worker.processed, worker=worker.identity)
 
 
 class PipeListener:

@@ -68,6 +68,8 @@ class ChildProcess:
         self.kill_reason: Optional[str] = None    # why we killed it, if we did
         self.charge_job = True      # does its death count against the job it holds?
         self.deadline: Optional[Deadline] = None
+        # Forked with a job we claimed: we write that job's completion should it succeed.
+        self.parent_completes = False
 
     @property
     def stopping(self) -> bool:

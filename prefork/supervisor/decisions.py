@@ -7,7 +7,7 @@ the rules alone.
 """
 import math
 from datetime import datetime, timezone
-from typing import Callable, Optional, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar
 
 FIRST_RESTART_BACKOFF = 0.5    # seconds after the first failed start; doubles after each
 WRITE_BEHIND_AFTER = 1.0       # seconds a child's done job may wait for its batch's write
@@ -188,3 +188,11 @@ def holder_may_run(worker: str, seconds_since_claim: float, host: str,
         return False
     started = started_at(int(pid))
     return started is not None and started <= now - seconds_since_claim + START_TIME_SLACK
+
+
+def hand_jobs_at_fork(config: Any, limits_declared: bool) -> bool:
+    """Does the parent claim the job of each child it forks, and hand it over at the
+    fork? Only for a child forked per job (max-items 1, no jitter): there a child's
+    own connection and claim cost more than its job. Not with limits declared:
+    limited jobs wait outside the plain claim, for children that claim themselves."""
+    return config.max_items == 1 and not config.max_items_jitter and not limits_declared

@@ -7,7 +7,7 @@ finished, for the loop to count and tell the observers.
 """
 from typing import Iterable, Optional
 
-from ..jobs import Lease
+from ..jobs import Job, Lease
 from .children import ChildProcess, FinishedJob
 from .decisions import lease_extension_due, write_behind_due
 from .upkeep import Upkeep
@@ -25,6 +25,23 @@ def extend(upkeep: Upkeep, children: Iterable[ChildProcess], now: float,
         leases += [finished.job.lease for finished in child.unsaved.values()]
     if leases:
         upkeep.extend(leases)
+
+
+def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int
+                       ) -> tuple[list[FinishedJob], list[Job]]:
+    """Claim up to count jobs for children to be forked with them (--max-items 1),
+    writing in the same round trip the completions such children left to us:
+    (the jobs finished, the jobs claimed); nothing while the database is away."""
+    owing = [child for child in children if child.parent_completes and child.unsaved]
+    unsaved = [finished for child in owing for finished in child.unsaved.values()]
+    answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count)
+    if answer is None:
+        return [], []
+    completed, claimed = answer
+    for child in owing:
+        child.unsaved = {}
+    return [finished.saved(finished.job.lease.job_id in completed) for finished in unsaved], \
+        claimed
 
 
 def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[list[FinishedJob]]:
@@ -45,7 +62,9 @@ def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],
     written: list[FinishedJob] = []
     for child in children:
         if child.unsaved and write_behind_due(child.unsaved_since, now):
-            written += write_unsaved(upkeep, child, "its worker is busy with a slower job") or []
+            why = "forked per job" if child.parent_completes else \
+                "its worker is busy with a slower job"
+            written += write_unsaved(upkeep, child, why) or []
     return written
 
 
@@ -62,7 +81,8 @@ def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[Finis
     child.held = ()
     if not child.unsaved:
         return []
-    written = write_unsaved(upkeep, child, "its worker died")
+    written = write_unsaved(upkeep, child, "forked per job" if child.parent_completes
+                            else "its worker died")
     if written is not None:
         return written
     for finished in child.unsaved.values():   # ran, but unrecorded: they run again

@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 from .. import config as config_module, logs, observers, registry
 from ..errors import UserError
-from ..jobs import Outcome, utc_now
+from ..jobs import Job, Outcome, utc_now
 from ..logs import event
 from ..observers import schedules
 from ..titles import master_title, set_title
@@ -75,7 +75,8 @@ class Supervisor:
         self.config = config
         self.flags = flags            # command-line flags win again at each reload
         self.target: int = config.workers
-        self.pool = Pool(config, forget_parent=self._forget_parent_resources)
+        self.pool = Pool(config, forget_parent=self._forget_parent_resources,
+                         claim_for_children=self._claim_for_children)
         self.waker = Waker()
         self.pending_signals: list[int] = []
         self.state = Phase.RUNNING
@@ -221,6 +222,11 @@ class Supervisor:
         self.waker.close()
         self.listeners.forget()
         self.upkeep.abandon()
+
+    def _claim_for_children(self, count: int) -> list[Job]:
+        finished, claimed = leases.complete_and_claim(self.upkeep, self.children.values(), count)
+        self._jobs_finished(finished)
+        return claimed
 
     def _handle_messages(self, child: ChildProcess) -> None:
         for message in child.read_messages():

@@ -11,9 +11,11 @@ import os
 import random
 import signal
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import registry
+from ..jobs import Job
+from ..limits.declared import declared_rules
 from ..logs import event
 from ..process_signals import BLOCKED_ACROSS_FORK, preexec_die_with_parent
 from . import child as child_module, decisions
@@ -22,8 +24,11 @@ from .children import ChildProcess, Deadline
 
 
 class Pool:
-    def __init__(self, config: Any, forget_parent: Callable[[], None]) -> None:
+    def __init__(self, config: Any, forget_parent: Callable[[], None],
+                 claim_for_children: Callable[[int], list[Job]]) -> None:
         self.config = config
+        # Claims up to N jobs for children forked per job to be handed at their fork.
+        self.claim_for_children = claim_for_children
         # In a new child, right after fork: drop the parent's resources besides ours.
         self.forget_parent = forget_parent
         self.children: dict[int, ChildProcess] = {}
@@ -66,9 +71,21 @@ class Pool:
 
     # -- spawn and reap --------------------------------------------------------------
 
-    def spawn(self, process_id: int, predecessor: Optional[ChildProcess] = None) -> int:
+    def spawn_many(self, process_id: int, predecessors: Sequence[Optional[ChildProcess]]
+                   ) -> list[int]:
+        """Fork a child for each predecessor (None: a new one in a free slot); their
+        pids. Forked per job, each is handed a job claimed for them all at once."""
+        jobs: list[Optional[Job]] = [None] * len(predecessors)
+        if predecessors and decisions.hand_jobs_at_fork(self.config, bool(declared_rules())):
+            jobs[:] = self.claim_for_children(len(predecessors))
+            jobs += [None] * (len(predecessors) - len(jobs))
+        return [self.spawn(process_id, predecessor, job)
+                for predecessor, job in zip(predecessors, jobs)]
+
+    def spawn(self, process_id: int, predecessor: Optional[ChildProcess] = None,
+              job: Optional[Job] = None) -> int:
         """Fork a child (the successor of predecessor, in its slot; else in a free
-        slot); its pid."""
+        slot), handed job when given; its pid."""
         slot = predecessor.slot if predecessor else self._free_slot()
         read_fd, write_fd = os.pipe()           # child -> parent: what it does
         wake_read_fd, wake_fd = os.pipe()       # parent -> child: work is ready
@@ -79,7 +96,7 @@ class Pool:
         check_schema = self.config.dsn != self.schema_known_for
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
                                       process_id, max_items, control_read_fd, check_schema,
-                                      self.die_with_parent)
+                                      self.die_with_parent, job)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
@@ -99,6 +116,8 @@ class Pool:
         child = ChildProcess(pid, slot, self.generation, read_fd, wake_fd, control_fd,
                              max_items)
         child.checked_schema_of = self.config.dsn if check_schema else None
+        if job is not None:   # ours to give back until the child says it runs it
+            child.held, child.parent_completes = (job.lease,), True
         self.children[pid] = child
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation,
               **({"replaces": predecessor.pid} if predecessor else {}))
@@ -174,8 +193,7 @@ class Pool:
         missing = target - len(self.wanted())
         if missing > 0 and self._may_spawn():
             # After a failed start, probe with one child until one comes up.
-            for _ in range(1 if self.restart_failures else missing):
-                self.spawn(process_id)
+            self.spawn_many(process_id, [None] * (1 if self.restart_failures else missing))
 
     def _recycle(self, process_id: int, spare_count: int) -> None:
         """Hand over from the children to be recycled: stop those whose successor is
@@ -192,8 +210,8 @@ class Pool:
             if self._may_spawn() else []
         # After a failed start, probe with one child until one comes up.
         successors = successors[:1] if self.restart_failures else successors
-        for child in successors:
-            child.successor = self.spawn(process_id, child)
+        for child, pid in zip(successors, self.spawn_many(process_id, successors)):
+            child.successor = pid
         for child in decisions.stops_due(list(self.children.values()), successors):
             self.stop(child, child.retire_reason or "max-items")
 

@@ -11,15 +11,15 @@ import os
 import socket
 import time
 from datetime import datetime
-from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Collection, Literal, NamedTuple, Optional, Sequence, TypeVar, Union
 
 import psutil
 
 from .. import __version__
 from ..errors import UserError
-from ..jobs import JobStatus, Lease, NewJob
+from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
-from ..logs import error_class, event
+from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
 from ..store.contract import HeldJob, QueueFigures, Store
@@ -150,11 +150,31 @@ class Upkeep:
             [job.lease for job in jobs]))
         if completed is False:
             return None
+        self._log_completions(jobs, completed, why)
+        return set(completed)
+
+    def complete_and_claim(self, jobs: Sequence[RunningJob], count: int
+                           ) -> Optional[tuple[set[int], list[Job]]]:
+        """Complete the children's jobs that ran to success, and claim up to count
+        jobs to hand to new children, in one round trip: (ids completed, jobs
+        claimed), or None when the database is away. The claims are in our name
+        (host:pid): the child that runs a job is forked after its claim."""
+        config = self.config
+        answer = self._with_store(lambda store: store.complete_and_claim(
+            [job.lease for job in jobs], config.queues, current_host_pid(), config.lease_seconds,
+            process_id=self.process_id, limit=count))
+        if answer is False:
+            return None
+        self._log_completions(jobs, answer[0], "forked per job")
+        return set(answer[0]), answer[1]
+
+    @staticmethod
+    def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int],
+                         why: str) -> None:
         for job in jobs:
             completed_now = job.lease.job_id in completed
             event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
                   job_id=job.lease.job_id, type=job.type, why=why)
-        return set(completed)
 
     def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:
         """Return a dead child's job; kept and retried while the database is away."""

@@ -112,6 +112,9 @@ class Worker:
         self.listener: WorkerListener = listener or QuietListener()
         self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
         self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
+        # Given a job the parent claimed (a child forked per job): the parent writes
+        # its completion when it simply succeeds, so the child need not connect.
+        self.parent_completes = False
 
     def request_stop(self) -> None:
         """Finish the current job, then stop. Safe to call from a signal handler."""
@@ -274,6 +277,8 @@ class Worker:
         if job.finished:
             self.log_completed(job, time.monotonic() - started)
             return Outcome.DONE, None, False
+        if self.parent_completes:
+            return Outcome.UNSAVED, None, False
         if self.held and self.supervised:
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
