@@ -174,6 +174,22 @@ def test_a_job_held_in_a_batch_and_cancelled_never_runs(supervisor, queue, db, m
     assert not os.path.exists(held_files["finally"])   # never ran
 
 
+def test_a_job_handed_to_a_child_forked_per_job_is_cancelled_as_it_runs(
+        supervisor, queue, db, markers, tmp_path):
+    """Forked per job, a child runs the job its parent claimed for it, without a
+    session of its own: cancelled as it runs, it connects to end the job cancelled."""
+    files = {**markers("handed"), "until": str(tmp_path / "open")}
+    job_id = queue.enqueue(new_job("cancel.gate", files))
+    sup = supervisor("--workers", "1", "--max-items", "1")
+    pid = running_child(sup, job_id)
+    wait_file(files["started"])
+    assert sup.events("worker_ready", pid=pid)[0]["connection"] is None
+    assert queue.cancel([job_id]).stopping == [job_id]
+    assert sup.wait_event("job_cancelled", job_id=job_id)[0]["pid"] == pid
+    assert_ended_cancelled(settled(db, job_id, "cancelled"))
+    assert not sup.events("job_completed_by_supervisor")
+
+
 def test_a_cancel_during_a_graceful_drain_still_ends_the_job_cancelled(
         supervisor, queue, db, markers):
     files = markers("drain")

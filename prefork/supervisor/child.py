@@ -108,6 +108,8 @@ def _child_main(spec: ChildSpec) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGQUIT, lambda signum, frame: worker.request_quick_stop())
+    if spec.job is not None:   # held, for a cancel that comes before it starts
+        worker.held.append(spec.job)
     signal.signal(CANCEL_SIGNAL, signal_handler(cancels, lambda: worker.held,
                                                 lambda: worker.running_handler))
     pipe.send(protocol.Ready(_connection_id(store)))
@@ -116,7 +118,7 @@ def _child_main(spec: ChildSpec) -> int:
             worker.run(max_jobs=spec.max_items or None,
                        should_retire=lambda: retire.reason(worker.processed))
         else:
-            _run_handed(worker, spec.job)
+            _run_handed(worker)
     except driver_errors() as exc:
         event("worker_fatal", level=logging.ERROR, error=_described(config, exc))
         return FATAL_EXIT
@@ -144,11 +146,14 @@ def _open_store(spec: ChildSpec) -> Any:
     return store
 
 
-def _run_handed(worker: Worker, job: Job) -> None:
-    """Run the job the parent claimed for us. Its completion is the parent's to write
-    when it simply succeeds; whatever else it needs (its transaction, a failure to
-    record) goes through our own store, which connects for it."""
+def _run_handed(worker: Worker) -> None:
+    """Run the job the parent claimed for us (held until now). Its completion is the
+    parent's to write when it simply succeeds; whatever else it needs (its
+    transaction, a failure to record) goes through our own store, which connects
+    for it."""
     event("worker_started", queues=",".join(worker.config.queues), worker=worker.identity)
+    worker.cancels.receive(worker.held)   # cancels sent before our handler was set
+    job = worker.held.popleft()
     job.bind(worker.store)
     worker.parent_completes = True
     worker.listener.idle(worker.process(job)[0])
@@ -217,6 +222,9 @@ def _reset_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
     for signum in (signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
+    # A job handed at the fork may be cancelled at once: the id waits in the control
+    # pipe, read once the worker's handler is set (_run_handed), not our death.
+    signal.signal(CANCEL_SIGNAL, signal.SIG_IGN)
     signal.signal(signal.SIGQUIT, lambda signum, frame: os._exit(QUICK_EXIT))
 
 
