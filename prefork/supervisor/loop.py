@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 
 from .. import config as config_module, logs, observers, registry
 from ..errors import UserError
-from ..jobs import Job, Outcome, utc_now
+from ..jobs import Job, Outcome
 from ..logs import event
 from ..observers import schedules
 from ..titles import master_title, set_title
@@ -302,19 +302,12 @@ class Supervisor:
             self._apply_restart(*control[:2])
 
     def _apply_restart(self, database_now: datetime, requested_at: Optional[datetime]) -> None:
-        """`prefork-queue restart`: retire, one at a time, the children started before
-        the request (as the database's clock tells), not those started after it."""
+        """`prefork-queue restart`: each request is acted on once, when it is due."""
         if requested_at is None or not decisions.restart_request_applies(
                 requested_at, database_now, self.restart_applied):
             return
         self.restart_applied = requested_at
-        local_now = utc_now()
-        retired = decisions.to_restart(list(self.children.values()), requested_at,
-                                       database_now, local_now)
-        for child in retired:
-            child.retire_reason = "restart"
-        if retired:
-            event("restart_requested", requested_at=str(requested_at), workers=len(retired))
+        self.pool.restart_started_before(requested_at, database_now)
 
     # -- stopping and reloading -------------------------------------------------------
 

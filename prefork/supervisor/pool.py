@@ -11,10 +11,11 @@ import os
 import random
 import signal
 import time
+from datetime import datetime
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import registry
-from ..jobs import Job
+from ..jobs import Job, utc_now
 from ..limits.declared import declared_rules
 from ..logs import event
 from ..process_signals import BLOCKED_ACROSS_FORK, preexec_die_with_parent
@@ -221,6 +222,16 @@ class Pool:
 
     def _may_spawn(self) -> bool:
         return time.monotonic() >= self.next_spawn_at and not self.probing()
+
+    def restart_started_before(self, requested_at: datetime, database_now: datetime) -> None:
+        """`prefork-queue restart`: retire, one at a time, the children started before
+        the request (as the database's clock tells), not those started after it."""
+        retired = decisions.to_restart(list(self.children.values()), requested_at,
+                                       database_now, utc_now())
+        for child in retired:
+            child.retire_reason = "restart"
+        if retired:
+            event("restart_requested", requested_at=str(requested_at), workers=len(retired))
 
     def wake_waiting(self, jobs: int) -> None:
         for child in self.waiting()[:jobs]:
