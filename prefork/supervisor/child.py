@@ -112,13 +112,17 @@ def _child_main(spec: ChildSpec) -> int:
         worker.held.append(spec.job)
     signal.signal(CANCEL_SIGNAL, signal_handler(cancels, lambda: worker.held,
                                                 lambda: worker.running_handler))
-    pipe.send(protocol.Ready(_connection_id(store)))
+    ready = protocol.Ready(_connection_id(store))
+    if spec.job is None:
+        pipe.send(ready)
+    else:   # it goes with the job's start: one wake-up of the parent for both
+        pipe.defer(ready)
     try:
         if spec.job is None:
             worker.run(max_jobs=spec.max_items or None,
                        should_retire=lambda: retire.reason(worker.processed))
         else:
-            _run_handed(worker)
+            _run_handed(worker, pipe)
     except driver_errors() as exc:
         event("worker_fatal", level=logging.ERROR, error=_described(config, exc))
         return FATAL_EXIT
@@ -131,6 +135,7 @@ def _child_main(spec: ChildSpec) -> int:
         pipe.send(protocol.Retire(reason))
         while not worker.stopping:
             worker.waker.sleep(config.poll_interval)
+    pipe.send()   # whatever waits to go with a message that did not come
     title.show("exiting")
     store.close()
     return 0
@@ -146,7 +151,7 @@ def _open_store(spec: ChildSpec) -> Any:
     return store
 
 
-def _run_handed(worker: Worker) -> None:
+def _run_handed(worker: Worker, pipe: "PipeListener") -> None:
     """Run the job the parent claimed for us (held until now). Its completion is the
     parent's to write when it simply succeeds; whatever else it needs (its
     transaction, a failure to record) goes through our own store, which connects
@@ -156,7 +161,7 @@ def _run_handed(worker: Worker) -> None:
     job = worker.held.popleft()
     job.bind(worker.store)
     worker.parent_completes = True
-    worker.listener.idle(worker.process(job)[0])
+    pipe.defer(protocol.Idle(worker.process(job)[0]))   # goes with our Retire
     event("worker_stopped", processed=worker.processed, worker=worker.identity)
 
 
@@ -168,9 +173,16 @@ class PipeListener:
         self.fd = fd
         self.title = title
         self.on_parent_gone: Callable[[], None] = lambda: None   # set once the worker exists
+        self.deferred: list[protocol.Message] = []
 
-    def send(self, message: protocol.Message) -> None:
-        if not protocol.send(self.fd, message):
+    def defer(self, message: protocol.Message) -> None:
+        """Send message with the next one: a child forked per job says it is ready with
+        its job's start, and its job's end with its wish to retire."""
+        self.deferred.append(message)
+
+    def send(self, *messages: protocol.Message) -> None:
+        messages, self.deferred = (*self.deferred, *messages), []
+        if messages and not protocol.send(self.fd, *messages):
             self.on_parent_gone()
 
     def busy(self, job: Job) -> None:

@@ -164,10 +164,15 @@ def decode(line: bytes) -> Message:
         raise ProtocolError(f"not a message: {line[:80]!r}") from exc
 
 
-def send(fd: int, message: Message) -> bool:
-    """Write one message to the pipe; False when the reader (the parent) is gone."""
+def send(fd: int, *messages: Message) -> bool:
+    """Write messages to the pipe in one write (one wake-up of the parent), atomic
+    while they fit in PIPE_BUF together, else one write each; False when the reader
+    (the parent) is gone."""
+    lines = [encode(message) for message in messages]
+    writes = [b"".join(lines)] if sum(map(len, lines)) <= PIPE_BUF else lines
     try:
-        os.write(fd, encode(message))
+        for data in writes:
+            os.write(fd, data)
         return True
     except OSError:
         return False
