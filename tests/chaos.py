@@ -27,6 +27,10 @@ Four scenarios, all on real processes and a real MariaDB/MySQL server:
    while children and then the supervisor are SIGKILLed holding them: every job
    done, no key ever over its limit (from the execution log's start and end
    times), no slot left taken (the replacement supervisor finishes the rest).
+5. fork (scenario 1 with --max-items 1, fewer jobs): each child is forked with a
+   job the parent claimed for it and the parent writes its completion, so the
+   kills land on children that hold a job they may not have started, and on
+   completions only the parent knows of; the same audit.
 
 Run it (from the repository root, after `python3 -m pip install -e '.[test]'`):
 
@@ -143,10 +147,19 @@ class SoakSettings:
     rss_bound_mib: float = 20.0
     drain_timeout: float = 60.0           # the quiet supervisor must empty the queue in this
     seed: int = None
+    max_items: int = 0                    # 1: scenario 5, a child forked per job
 
     @classmethod
     def full(cls):
         return cls(jobs=20000, plain_jobs=20000, chaos_seconds=240.0, drain_timeout=600.0)
+
+    @classmethod
+    def fork_per_job(cls, full=False):
+        """Scenario 5: a process per job runs some 150 jobs/s here, so fewer jobs."""
+        if full:
+            return cls(jobs=3000, plain_jobs=3000, chaos_seconds=120.0, drain_timeout=300.0,
+                       max_items=1)
+        return cls(jobs=200, plain_jobs=200, chaos_seconds=15.0, max_items=1)
 
     def work_ms(self):
         """(low, high) handler work in ms: about 80% of the chaos window to get through
@@ -358,6 +371,8 @@ def supervisor_args(settings, queue, workers):
     hard_timeout = getattr(settings, "hard_timeout", None)
     if hard_timeout:
         args += ["--hard-timeout", str(hard_timeout)]
+    if getattr(settings, "max_items", 0):
+        args += ["--max-items", str(settings.max_items)]
     return args
 
 
@@ -743,8 +758,9 @@ def enqueue_mixed(scenario, settings, chunk=50):
 def run_chaos(db, settings=None, workdir=None, log=None):
     """Scenario 1; returns a Report."""
     settings = settings or SoakSettings()
-    with Scenario(db, "c", "chaos: one supervisor, kills, reloads, a frozen child, a database "
-                  "restart", settings, workdir, log) as scenario:
+    forked = " (a child forked per job, --max-items 1)" if settings.max_items == 1 else ""
+    with Scenario(db, "f" if forked else "c", f"chaos{forked}: one supervisor, kills, reloads, "
+                  "a frozen child, a database restart", settings, workdir, log) as scenario:
         report, queue = scenario.report, scenario.queue
         keys, plain_keys = enqueue_mixed(scenario, settings)
         report.figures.update(jobs=settings.jobs, plain_jobs=settings.plain_jobs,
@@ -983,7 +999,8 @@ def _parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Chaos soak of the prefork-queue supervisor, with a ledger audit.",
         epilog="See the module docstring of tests/chaos.py for what each scenario does.")
-    parser.add_argument("--scenario", choices=("all", "chaos", "partition", "stall", "limits"),
+    parser.add_argument("--scenario",
+                        choices=("all", "chaos", "partition", "stall", "limits", "fork"),
                         default="all")
     parser.add_argument("--full", action="store_true",
                         help="full size: 20,000 jobs, 240 s of chaos, a bigger partition run")
@@ -1048,6 +1065,9 @@ def main(argv=None):
         runs.append(("partition", run_partition, partition_settings))
     if args.scenario in ("all", "stall"):
         runs.append(("stall", run_stall, StallSettings(seed=args.seed)))
+    if args.scenario in ("all", "fork"):
+        runs.append(("fork", run_chaos, dataclasses.replace(
+            SoakSettings.fork_per_job(args.full), seed=args.seed)))
     if args.scenario in ("all", "limits"):
         # limits_chaos imports this module: it is imported here, once this one is loaded.
         from limits_chaos import LimitsSettings, run_limits

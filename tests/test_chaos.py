@@ -48,6 +48,17 @@ def test_chaos_soak_keeps_the_ledger_exactly_once(throwaway_mariadb, tmp_path):
 
 
 @pytest.mark.soak
+def test_chaos_soak_forked_per_job_keeps_the_ledger_exactly_once(throwaway_mariadb, tmp_path):
+    """Scenario 1 with --max-items 1: children forked with a job the parent claimed."""
+    server = throwaway_mariadb
+    settings = SoakSettings.fork_per_job(full=FULL)
+    report = run_chaos(Database(server.dsn, server, environ={}), settings, tmp_path)
+    assert report.figures["kills"] >= settings.chaos_seconds / 0.3 * 0.5, report.text()
+    assert report.figures["reloads"] >= 2, report.text()
+    assert_report(report)
+
+
+@pytest.mark.soak
 def test_partitioned_supervisor_jobs_are_recovered_and_it_recovers_itself(throwaway_mariadb,
                                                                           tmp_path):
     server = throwaway_mariadb
