@@ -205,3 +205,20 @@ def test_the_deferred_set_names_still_sets_the_sessions_character_set(store, dia
     assert s._one("SELECT @@character_set_client, @@character_set_connection,"
                   " @@character_set_results") == ("utf8mb4",) * 3
     assert s._one("SELECT %s", ("\N{SNAKE}",)) == ("\N{SNAKE}",)
+
+
+def test_with_limits_declared_each_child_forked_per_job_claims_for_itself(
+        tmp_path, migrated, clean_db, store):
+    """Limited jobs wait outside the plain claim, for children that make limited
+    claims: with a limit declared, no job is handed at the fork."""
+    log = str(tmp_path / "runs.log")
+    store().enqueue_many([new_job("plain.note", {"log": log}, key=f"n{i}") for i in range(4)])
+    with supervisor_starter(tmp_path, migrated, "--app", "limits_app") as start:
+        sup = start("--workers", "2", "--max-items", "1")
+        wait_until(lambda: scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs"
+                                  " WHERE status = 'done'") == 4, timeout=60,
+                   message="4 jobs done")
+        ran = {event["pid"] for event in sup.events("job_claimed")}
+        ready = {event["pid"]: event["connection"] for event in sup.events("worker_ready")}
+    assert len(ran) == 4 and all(ready[pid] is not None for pid in ran), ready
+    assert not sup.events("job_completed_by_supervisor")

@@ -92,6 +92,28 @@ def test_send_and_read_through_a_pipe():
         os.close(write_fd)
 
 
+def test_messages_sent_together_arrive_in_one_read_or_one_write_each_past_pipe_buf():
+    """A child forked per job sends two messages in one write (one wake-up of the
+    parent); together over PIPE_BUF, each goes in a write of its own, still whole."""
+    read_fd, write_fd = os.pipe()
+    full_batch = protocol.Held(tuple(lease(LARGEST_ID - n) for n in range(MAX_CLAIM_BATCH)))
+    try:
+        os.set_blocking(read_fd, False)
+        reader = protocol.LineReader(read_fd)
+        pair = [protocol.Ready(None), protocol.Busy(lease(9), "a", "default")]
+        assert protocol.send(write_fd, *pair)
+        assert os.read(read_fd, 65536) == b"".join(map(protocol.encode, pair))
+        big = [full_batch, full_batch]
+        assert 2 * len(protocol.encode(full_batch)) > select.PIPE_BUF
+        assert protocol.send(write_fd, *big)
+        assert reader.read() == big
+        assert protocol.send(write_fd)   # nothing to send: no write
+        assert reader.read() == []
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
 def test_send_says_when_the_parent_is_gone():
     read_fd, write_fd = os.pipe()
     os.close(read_fd)

@@ -221,3 +221,16 @@ def test_a_worker_field_we_did_not_write_gives_the_job_back():
     for worker in ("", "host-a", "host-a:", "host-a:4²", "host-a:-42"):
         assert not decisions.holder_may_run(worker, 10, "host-a", alive, NOW)
     assert decisions.holder_may_run("host:with:colons:42", 10, "host:with:colons", alive, NOW)
+
+
+def test_jobs_are_handed_at_the_fork_only_forked_per_job_without_limits_or_jitter():
+    @dataclass
+    class Settings:
+        max_items: int
+        max_items_jitter: int = 0
+
+    assert decisions.hand_jobs_at_fork(Settings(1), limits_declared=False)
+    assert not decisions.hand_jobs_at_fork(Settings(1), limits_declared=True)
+    assert not decisions.hand_jobs_at_fork(Settings(1, max_items_jitter=2), False)
+    assert not decisions.hand_jobs_at_fork(Settings(2), False)
+    assert not decisions.hand_jobs_at_fork(Settings(0), False)
