@@ -21,10 +21,6 @@ class LazyStore:
         self._open_store = open_store
         self._store: Optional[Store] = None
 
-    @property
-    def connected(self) -> bool:
-        return self._store is not None
-
     def __getattr__(self, name: str) -> Any:
         # Only for what this class does not define: each such use needs the real store.
         if self._store is None:
