@@ -183,7 +183,7 @@ def test_a_job_handed_to_a_child_forked_per_job_is_cancelled_as_it_runs(
     sup = supervisor("--workers", "1", "--max-items", "1")
     pid = running_child(sup, job_id)
     wait_file(files["started"])
-    assert sup.events("worker_ready", pid=pid)[0]["connection"] is None
+    assert sup.wait_event("worker_ready", pid=pid)[0]["connection"] is None
     assert queue.cancel([job_id]).stopping == [job_id]
     assert sup.wait_event("job_cancelled", job_id=job_id)[0]["pid"] == pid
     assert_ended_cancelled(settled(db, job_id, "cancelled"))

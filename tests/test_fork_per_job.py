@@ -128,7 +128,8 @@ def test_a_child_handed_its_job_never_connects_and_one_that_claims_sets_up_in_on
         connection = {event["pid"]: event["connection"] for event in ready}
         ran = [event["pid"] for event in sup.events("job_claimed")]
         assert len(ran) == jobs and not any(connection[pid] for pid in ran), connection
-        assert len(sup.events("job_completed_by_supervisor", why="forked per job")) == jobs
+        written = sup.wait_event("job_completed_by_supervisor", count=jobs, why="forked per job")
+        assert len(written) == jobs
         claimers = [event for event in ready if event["connection"] is not None]
         assert claimers, "no child was forked without a job once the queue was empty"
         assert sessions == 1 + len(claimers), f"{sessions} sessions: the parent's and {claimers}"
@@ -153,10 +154,10 @@ def test_a_handed_job_that_fails_is_recorded_and_retried_by_the_child_that_ran_i
                message="4 ledger rows")
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs WHERE status = 'done'"
                   " AND attempts = 2") == 4
-    failed = sup.events("job_failed")
+    failed = sup.wait_event("job_failed", count=4)
     assert len(failed) == 4 and all("ConnectionResetError" in event["error"] for event in failed)
-    handed = {event["pid"] for event in sup.events("worker_ready", connection=None)}
-    assert {event["pid"] for event in failed} <= handed, "a failure in a child not handed a job"
+    for event in failed:   # its child said it was ready with its job's start, unconnected
+        assert sup.wait_event("worker_ready", pid=event["pid"])[0]["connection"] is None
 
 
 def test_a_handed_child_killed_mid_job_gives_its_job_back_to_run_again(
@@ -219,6 +220,7 @@ def test_with_limits_declared_each_child_forked_per_job_claims_for_itself(
                                   " WHERE status = 'done'") == 4, timeout=60,
                    message="4 jobs done")
         ran = {event["pid"] for event in sup.events("job_claimed")}
-        ready = {event["pid"]: event["connection"] for event in sup.events("worker_ready")}
-    assert len(ran) == 4 and all(ready[pid] is not None for pid in ran), ready
+        assert len(ran) == 4
+        for pid in ran:   # each connected to claim its own
+            assert sup.wait_event("worker_ready", pid=pid)[0]["connection"] is not None
     assert not sup.events("job_completed_by_supervisor")
