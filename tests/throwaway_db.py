@@ -17,7 +17,7 @@ test) and `throwaway_mariadb_factory` (several: call it with a name):
 
     from throwaway_db import throwaway_mariadb  # noqa: F401  (a pytest fixture)
 
-Everything lives in one temporary directory: the datadir, the socket, the pid
+Everything lives in one temporary directory: the datadir, the tmpdir, the socket, the pid
 file and the error log. The server reads no option file (--no-defaults), so
 nothing of the system's MariaDB configuration (port 3306, /run/mysqld) is used,
 and it listens on a free port on 127.0.0.1 only. It dies with the process that
@@ -128,6 +128,10 @@ class ThrowawayMariaDB:
         self.pid_file = self.dir / "mariadbd.pid"
         self.error_log = self.dir / "error.log"
         self.socket_path = self.dir / "mariadbd.sock"
+        # Its own tmpdir: a starting server deletes every #sql* file in its tmpdir,
+        # and in /tmp those include the live temporary tables of the shared server.
+        self.tmpdir = self.dir / "tmp"
+        self.tmpdir.mkdir()
         if len(str(self.socket_path)) > SOCKET_PATH_MAX:   # a deep pytest tmp_path
             short = Path(tempfile.mkdtemp(prefix="pq-sock-"))
             self._extra_dirs.append(short)
@@ -149,6 +153,7 @@ class ThrowawayMariaDB:
     def _install(self):
         started = time.monotonic()
         command = [INSTALL_DB, "--no-defaults", f"--datadir={self.datadir}",
+                   f"--tmpdir={self.tmpdir}",
                    "--auth-root-authentication-method=normal", "--skip-test-db",
                    *self._user_option(), *SERVER_OPTIONS]
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -170,6 +175,7 @@ class ThrowawayMariaDB:
         started = time.monotonic()
         command = [SERVER, "--no-defaults", *self._user_option(), f"--datadir={self.datadir}",
                    f"--socket={self.socket_path}", f"--port={self.port}",
+                   f"--tmpdir={self.tmpdir}",
                    f"--bind-address={self.host}", f"--pid-file={self.pid_file}",
                    f"--log-error={self.error_log}", *SERVER_OPTIONS]
         with open(self.dir / "mariadbd.out", "ab") as output:
