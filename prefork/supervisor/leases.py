@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from ..jobs import Job, Lease
 from .children import ChildProcess, FinishedJob
-from .decisions import lease_extension_due, write_behind_due
+from .decisions import hand_jobs_at_fork, lease_extension_due, write_behind_due
 from .upkeep import Upkeep
 
 
@@ -31,7 +31,11 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
                        ) -> tuple[list[FinishedJob], list[Job]]:
     """Claim up to count jobs for children to be forked with them (--max-items 1),
     writing in the same round trip the completions such children left to us:
-    (the jobs finished, the jobs claimed); nothing while the database is away."""
+    (the jobs finished, the jobs claimed); nothing while the database is away, or
+    when the children are to claim for themselves (decisions.hand_jobs_at_fork,
+    with the limits in force as the upkeep last took them)."""
+    if not hand_jobs_at_fork(upkeep.config, bool(upkeep.limits.rules)):
+        return [], []
     owing = [child for child in children if child.parent_completes and child.unsaved]
     unsaved = [finished for child in owing for finished in child.unsaved.values()]
     answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count)

@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import registry
 from ..jobs import Job, utc_now
-from ..limits.declared import declared_rules
 from ..logs import event
 from ..process_signals import BLOCKED_ACROSS_FORK, preexec_die_with_parent
 from . import child as child_module, decisions
@@ -28,7 +27,8 @@ class Pool:
     def __init__(self, config: Any, forget_parent: Callable[[], None],
                  claim_for_children: Callable[[int], list[Job]]) -> None:
         self.config = config
-        # Claims up to N jobs for children forked per job to be handed at their fork.
+        # Claims up to N jobs to hand to the children about to be forked (none unless
+        # they are forked per job: leases.complete_and_claim).
         self.claim_for_children = claim_for_children
         # In a new child, right after fork: drop the parent's resources besides ours.
         self.forget_parent = forget_parent
@@ -76,10 +76,10 @@ class Pool:
                    ) -> list[int]:
         """Fork a child for each predecessor (None: a new one in a free slot); their
         pids. Forked per job, each is handed a job claimed for them all at once."""
-        jobs: list[Optional[Job]] = [None] * len(predecessors)
-        if predecessors and decisions.hand_jobs_at_fork(self.config, bool(declared_rules())):
-            jobs[:] = self.claim_for_children(len(predecessors))
-            jobs += [None] * (len(predecessors) - len(jobs))
+        jobs: list[Optional[Job]] = []
+        if predecessors:
+            jobs += self.claim_for_children(len(predecessors))
+        jobs += [None] * (len(predecessors) - len(jobs))
         return [self.spawn(process_id, predecessor, job)
                 for predecessor, job in zip(predecessors, jobs)]
 
