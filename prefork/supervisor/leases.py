@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 from ..jobs import Job, Lease
 from .children import ChildProcess, FinishedJob
 from .decisions import hand_jobs_at_fork, lease_extension_due, write_behind_due
-from .upkeep import Upkeep
+from .upkeep import FORKED_PER_JOB, Upkeep
 
 
 def extend(upkeep: Upkeep, children: Iterable[ChildProcess], now: float,
@@ -50,9 +50,11 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
 
 def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[list[FinishedJob]]:
     """Write the completions the child has not written yet: those jobs ran to
-    success. The jobs, done or lost; None when the database is away."""
+    success. The jobs, done or lost; None when the database is away. (Those of a
+    child forked per job are ours to write whatever the occasion: logged so.)"""
     unsaved = list(child.unsaved.values())
-    completed = upkeep.complete([finished.job for finished in unsaved], why)
+    completed = upkeep.complete([finished.job for finished in unsaved],
+                                FORKED_PER_JOB if child.parent_completes else why)
     if completed is None:
         return None
     child.unsaved = {}
@@ -66,9 +68,7 @@ def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],
     written: list[FinishedJob] = []
     for child in children:
         if child.unsaved and write_behind_due(child.unsaved_since, now):
-            why = "forked per job" if child.parent_completes else \
-                "its worker is busy with a slower job"
-            written += write_unsaved(upkeep, child, why) or []
+            written += write_unsaved(upkeep, child, "its worker is busy with a slower job") or []
     return written
 
 
@@ -85,8 +85,7 @@ def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[Finis
     child.held = ()
     if not child.unsaved:
         return []
-    written = write_unsaved(upkeep, child, "forked per job" if child.parent_completes
-                            else "its worker died")
+    written = write_unsaved(upkeep, child, "its worker died")
     if written is not None:
         return written
     for finished in child.unsaved.values():   # ran, but unrecorded: they run again

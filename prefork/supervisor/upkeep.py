@@ -11,7 +11,8 @@ import os
 import socket
 import time
 from datetime import datetime
-from typing import Any, Callable, Collection, Literal, NamedTuple, Optional, Sequence, TypeVar, Union
+from typing import (Any, Callable, Collection, Literal, NamedTuple, Optional, Sequence, TypeVar,
+                    Union)
 
 import psutil
 
@@ -34,6 +35,8 @@ RECOVERY_INTERVAL_CAP = 30.0
 ROLLUP_MARGIN = 0.5         # seconds into a minute before the one just over is written
 
 Result = TypeVar("Result")
+# Why we wrote a job's completion when its child was forked with it (leases.py too).
+FORKED_PER_JOB = "forked per job"
 
 
 class HandBack(NamedTuple):
@@ -165,7 +168,7 @@ class Upkeep:
             process_id=self.process_id, limit=count))
         if answer is False:
             return None
-        self._log_completions(jobs, answer[0], "forked per job")
+        self._log_completions(jobs, answer[0], FORKED_PER_JOB)
         return set(answer[0]), answer[1]
 
     @staticmethod
