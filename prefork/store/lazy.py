@@ -32,13 +32,6 @@ class LazyStore:
         completing: Callable[[Job], ContextManager[Any]] = self.__getattr__("completing")
         return completing(job)
 
-    def connection_id(self) -> Optional[int]:
-        """The session's id once connected; None before (asking must not connect)."""
-        if self._store is None:
-            return None
-        getter = getattr(self._store, "connection_id", None)
-        return getter() if getter else None
-
     def close(self) -> None:
         if self._store is not None:
             self._store.close()

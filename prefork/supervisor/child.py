@@ -112,11 +112,10 @@ def _child_main(spec: ChildSpec) -> int:
         worker.held.append(spec.job)
     signal.signal(CANCEL_SIGNAL, signal_handler(cancels, lambda: worker.held,
                                                 lambda: worker.running_handler))
-    ready = protocol.Ready(_connection_id(store))
     if spec.job is None:
-        pipe.send(ready)
-    else:   # it goes with the job's start: one wake-up of the parent for both
-        pipe.defer(ready)
+        pipe.send(protocol.Ready(_connection_id(store)))
+    else:   # not connected; it goes with the job's start: one wake-up of the parent for both
+        pipe.defer(protocol.Ready(None))
     try:
         if spec.job is None:
             worker.run(max_jobs=spec.max_items or None,
