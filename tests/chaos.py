@@ -1,7 +1,7 @@
 """Chaos soak with a ledger: the real supervisor under SIGKILLs, SIGHUPs, a frozen
 child, a database restart and a network partition, then an audit of every job.
 
-Four scenarios, all on real processes and a real MariaDB/MySQL server:
+Five scenarios, all on real processes and a real MariaDB/MySQL server:
 
 1. chaos (one supervisor): N `chaos.ledger` jobs (tests/apps/chaos_app.py: one
    execution-log line per run, then one ledger row per idempotency key written
