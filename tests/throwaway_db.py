@@ -90,13 +90,17 @@ class ServerStartError(RuntimeError):
 class ThrowawayMariaDB:
     """One private MariaDB server in a temporary directory; see the module docstring."""
 
-    def __init__(self, base_dir=None, database="pq_throwaway", port=None, start_timeout=30.0):
+    def __init__(self, base_dir=None, database="pq_throwaway", port=None, start_timeout=30.0,
+                 server_options=()):
         if port == SHARED_PORT:
             raise ValueError("port 3306 belongs to the shared test server")
         self.base_dir = base_dir
         self.database = database
         self.port = port
         self.start_timeout = start_timeout
+        # Given to mariadbd after SERVER_OPTIONS (the later of two wins): a replica's
+        # server id and binary log, a Galera node's wsrep settings.
+        self.server_options = list(server_options)
         self.host = "127.0.0.1"
         self.user = "root"
         self.dir = None
@@ -177,7 +181,7 @@ class ThrowawayMariaDB:
                    f"--socket={self.socket_path}", f"--port={self.port}",
                    f"--tmpdir={self.tmpdir}",
                    f"--bind-address={self.host}", f"--pid-file={self.pid_file}",
-                   f"--log-error={self.error_log}", *SERVER_OPTIONS]
+                   f"--log-error={self.error_log}", *SERVER_OPTIONS, *self.server_options]
         with open(self.dir / "mariadbd.out", "ab") as output:
             self.proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=self.dir,
