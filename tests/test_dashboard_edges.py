@@ -136,6 +136,7 @@ def test_a_foreign_host_header_is_refused_even_with_a_matching_origin(dashboard,
                           origin=f"http://evil.example:{port}",
                           headers={"Host": f"evil.example:{port}"})
     assert_refused(rebound, statuses=(400,))
+    assert 'data-csrf=""' in rebound.text and token not in rebound.text
     assert db.row(dead_id) == before
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"LocalHost:{port}"):
         assert client.request("GET", "/api/jobs", headers={"Host": host}).status == 200, host

@@ -1,11 +1,15 @@
 """The dashboard as a WSGI application: create_app(config) -> a callable any WSGI
 server runs (cheroot by `prefork-queue dashboard`, or gunicorn, behind a proxy).
 
-Every request passes here: the URL prefix is split off, the route found, and every
-POST checked before its handler runs (a password configured, a live session, the
-request's Origin our own Host, the session's CSRF token), so no action can forget
-a check. Each server thread keeps its own store (a connection is not shared
-between threads); a database error drops it, and the next request reconnects.
+Every request passes here: its Host checked (one of the names we serve), the URL
+prefix split off, the route found, and every POST checked before its handler runs
+(a password configured, a live session, the request's Origin our own Host, the
+session's CSRF token), so no action can forget a check. Whatever a handler raises
+is answered here too, with the headers every answer carries: its own status for
+an HTTP error, 400 for refused input, 503 when the database is away, 500 (logged
+with its traceback) for anything else. Each server thread keeps its own store (a
+connection is not shared between threads); a database error drops it, and the
+next request reconnects.
 """
 import functools
 import re
