@@ -46,14 +46,14 @@ def login(app: "Dashboard", request: Request) -> Response:
         return app.render(request, "login.html", 401,
                           problem="wrong password")
     response = redirect(request.root + "/")
-    set_session_cookie(response, session_id, request.root, request.secure)
+    set_session_cookie(response, session_id, request.root, request.is_secure)
     return response
 
 
 def logout(app: "Dashboard", request: Request) -> Response:
     app.gate.log_out(request.cookies.get(SESSION_COOKIE))
     response = redirect(request.root + "/")
-    set_session_cookie(response, "", request.root, request.secure, 0)
+    set_session_cookie(response, "", request.root, request.is_secure, 0)
     return response
 
 

@@ -134,6 +134,8 @@ def token_matches(session: Session, given: str) -> bool:
 def set_session_cookie(response: Response, session_id: str, path: str, secure: bool,
                        max_age: int | None = None) -> None:
     """HttpOnly (no script reads it), SameSite=Strict (no other site's request carries
-    it), Secure over HTTPS."""
+    it), Secure over HTTPS: as the WSGI server says (wsgi.url_scheme; behind a proxy,
+    the server's own setting for trusting X-Forwarded-Proto decides, as gunicorn's
+    --forwarded-allow-ips)."""
     response.set_cookie(SESSION_COOKIE, session_id, max_age=max_age, path=path or "/",
                         secure=secure, httponly=True, samesite="Strict")

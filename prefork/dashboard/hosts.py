@@ -55,11 +55,10 @@ def host_name(host_header: str) -> str | None:
     if not HOST_HEADER.fullmatch(host_header):
         return None
     try:
-        parts = urlsplit("//" + host_header)
-        parts.port   # noqa: B018  (raises ValueError for a port out of range)
-    except ValueError:
+        name = urlsplit("//" + host_header).hostname or ""
+    except ValueError:   # brackets around what is no IPv6 address
         return None
-    return (parts.hostname or "").rstrip(".") or None
+    return name.rstrip(".") or None
 
 
 def _setting_name(entry: str) -> str:

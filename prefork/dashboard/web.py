@@ -47,12 +47,6 @@ class Request(BaseRequest):
         self.session: Session | None = None   # the live login session, set by the app
 
     @property
-    def secure(self) -> bool:   # type: ignore[override]
-        """Over HTTPS, as the WSGI server says: behind a proxy, the server's own setting
-        for trusting X-Forwarded-Proto (gunicorn's --forwarded-allow-ips) decides."""
-        return self.scheme == "https"
-
-    @property
     def address(self) -> str:
         """The client's address as the WSGI server saw it (behind a proxy: the proxy's)."""
         return self.remote_addr or ""
@@ -128,7 +122,8 @@ class Routes:
     def __init__(self, table: Sequence[tuple[str, str, Handler]]) -> None:
         self._map = Map([Rule(path, methods=[method], endpoint=handler)
                          for method, path, handler in table],
-                        converters={"job": JobIdConverter}, strict_slashes=False)
+                        converters={"job": JobIdConverter}, strict_slashes=False,
+                        merge_slashes=False)   # never a redirect: a path is found or not
 
     def find(self, request: Request) -> tuple[Handler, dict[str, Any]]:
         """The handler and its path values; NotFound, MethodNotAllowed (with Allow)."""
