@@ -163,6 +163,9 @@ class Event(enum.StrEnum):
     DASHBOARD_ACTION = ("dashboard_action", INFO,
                         "a logged-in dashboard user retried, discarded, paused, resumed or "
                         "restarted: what, how many jobs, from which address")
+    DASHBOARD_REQUEST_FAILED = ("dashboard_request_failed", ERROR,
+                                "a dashboard request met an error nobody expected: answered "
+                                "500; its method, path and traceback")
 
 _BY_NAME = {member.value: member for member in Event}
 

@@ -218,6 +218,11 @@ SETTINGS: list[Setting] = [
             metavar="HOST:PORT"),
     Setting("dashboard_url_prefix", str, "", "Path the dashboard is served under behind a "
             "reverse proxy, e.g. /queue (empty: the root).", "dashboard", metavar="PATH"),
+    Setting("dashboard_allowed_hosts", _word_list, [], "Host names the dashboard is also "
+            "served under, e.g. queue.example.com behind a reverse proxy (.example.com: it and "
+            "every name under it). It always answers to its bind address, and to localhost, "
+            "127.0.0.1 and ::1 when bound to loopback; any other Host header is refused (400).",
+            "dashboard", metavar="HOSTS"),
     Setting("dashboard_redact", _word_list, ["password", "secret", "token", "authorization",
                                              "api_key"],
             "Payload keys whose values the dashboard masks (any depth, any case).", "dashboard",

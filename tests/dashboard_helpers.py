@@ -13,6 +13,7 @@ import tempfile
 import time
 from urllib.parse import urlencode
 
+import pytest
 from conftest import cli_env, wait_until
 
 from prefork.jobs import new_job
@@ -22,6 +23,13 @@ DASHBOARD_COMMAND = [sys.executable, "-m", "prefork", "dashboard"]
 SERVING = re.compile(r"dashboard serving on http://([^/]+)(/\S*)? ")
 PASSWORD = "correct horse battery staple"
 WORKER = "dashboard-test:1"
+# What every answer carries, pages, JSON, errors and redirects alike.
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+}
 
 
 class DashboardProcess:
@@ -159,3 +167,28 @@ def wait_for_status(store, job_id, status, timeout=10):
                       message=f"job {job_id} to be {status}")
 
 
+
+
+@pytest.fixture
+def queue_store(backend_store):
+    return backend_store()
+
+
+@pytest.fixture
+def dashboard(queue_dsn, queue_store):
+    """start(*args, password=None) -> a DashboardProcess on the test's database."""
+    started = []
+
+    def start(*args, **kwargs):
+        started.append(DashboardProcess(queue_dsn, *args, **kwargs))
+        return started[-1]
+    yield start
+    for process in started:
+        process.stop()
+
+
+def assert_secured(answer):
+    for name, value in SECURITY_HEADERS.items():
+        assert value in answer.headers.get(name, ""), (name, answer.headers)
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    assert "unsafe-inline" not in answer.headers["content-security-policy"]

@@ -231,3 +231,24 @@ def test_the_overview_updates_itself_as_jobs_finish(browser, dashboard, sqlite_m
     browser.save_screenshot(str(tmp_path / "overview.png"))
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == [], errors
+
+
+def test_a_notice_shows_after_an_action_and_never_from_a_crafted_url(browser, dashboard,
+                                                                      sqlite_store):
+    store = sqlite_store()
+    dead_id = make_dead(store, queue="mail")
+    spoof = "/dead?notice=retry&count=0.+ALERT:+all+jobs+lost,+call+IT+at+evil.example;"
+    browser.get(dashboard.url + spoof)   # a link anyone may send, before and after a login
+    assert text_of(browser, "notice") == "" and "ALERT" not in browser.page_source
+    log_in(browser, dashboard)
+    browser.get(dashboard.url + spoof)
+    assert text_of(browser, "notice") == "" and "ALERT" not in browser.page_source
+    browser.get(dashboard.url + f"/jobs/{dead_id}")
+    browser.find_element(By.ID, "retry").click()
+    wait_for_notice(browser, "Retried 1 job(s).")
+    assert "?" not in browser.current_url and "ALERT" not in browser.page_source
+    assert store.get(dead_id)["status"] == "ready"
+    browser.refresh()   # shown once: a reload says nothing more
+    wait_until(lambda: browser.find_elements(By.ID, "fields"), message="the job page again")
+    assert text_of(browser, "notice") == ""
+    assert_inert(browser)

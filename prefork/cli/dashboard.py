@@ -14,7 +14,8 @@ def dashboard_command(args: argparse.Namespace, config: Config) -> None:
     # Imported here: jinja2 and cheroot load only for this command.
     from ..dashboard import create_app, server
     from ..dashboard.app import url_prefix
-    host, port = server.parse_bind(config.dashboard_bind)
+    from ..dashboard.hosts import parse_bind
+    host, port = parse_bind(config.dashboard_bind)
     server.warn_if_exposed(host)
     app = create_app(config)
     server.serve(app, host, port, url_prefix(config.dashboard_url_prefix or ""),

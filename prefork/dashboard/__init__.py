@@ -1,6 +1,7 @@
 """The web dashboard: `prefork-queue dashboard`, or create_app(config) under any WSGI
-server. web.py the request/response layer, auth.py the password, sessions and
-CSRF tokens, app.py the application (routing and the checks every POST passes),
+server. web.py the request/response layer (on werkzeug), hosts.py the host names
+it answers to, auth.py the password, sessions and CSRF tokens, app.py the
+application (routing, the checks every POST passes, the error answers),
 pages.py / api.py / actions.py what it answers, data.py what the store's reads
 become, server.py cheroot; templates/ (Jinja2, autoescaped) and static/."""
 from .app import create_app

@@ -7,20 +7,19 @@ The dashboard acts through the configured account. Retry, cancel, pause, resume 
 restart need only the worker account's privileges; discard deletes rows, and an
 account without DELETE is told so in one line."""
 from collections.abc import Sequence
-from http import HTTPStatus
 from typing import TYPE_CHECKING
-from urllib.parse import urlencode
 
 import pymysql
 from pymysql.constants import ER
+from werkzeug.exceptions import BadRequest, Forbidden, NotFound
 
 from .. import logs
 from ..events import Event
 from ..jobs import QUEUE_PATTERN, JobStatus
 from ..store.contract import Store
 from . import data
-from .auth import SESSION_COOKIE, session_cookie
-from .web import HTTPError, Request, Response, json_response, redirect
+from .auth import SESSION_COOKIE, set_session_cookie
+from .web import Request, Response, json_response, redirect
 
 if TYPE_CHECKING:
     from .app import Dashboard
@@ -28,30 +27,33 @@ if TYPE_CHECKING:
 BATCH = 500          # dead jobs per request of a bulk action: one short transaction each
 RETRIED = (JobStatus.DEAD, JobStatus.CANCELLED)   # what Retry takes by id, as the CLI's
 ALL_HOSTS = "*"
+CANCEL_NOTICES = {
+    "cancelled": "Job {job} cancelled: it will not run.",
+    "stopping": "Job {job} is running: its supervisor is stopping it (it ends cancelled).",
+    "finished": "Job {job} had already finished: left as it is."}
 NO_DELETE = ("discard needs the DELETE privilege on prefork_jobs, which this dashboard's "
              "database account lacks: use an admin account's `prefork-queue discard`")
 
 
 def login(app: "Dashboard", request: Request) -> Response:
-    if app.gate.locked_out(request.remote_addr):
-        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.remote_addr, locked_out=True)
-        return app.render(request, "login.html", HTTPStatus.TOO_MANY_REQUESTS,
+    if app.gate.locked_out(request.address):
+        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.address, locked_out=True)
+        return app.render(request, "login.html", 429,
                           problem="too many wrong passwords: wait a few minutes")
-    session_id = app.gate.log_in(request.remote_addr, request.form_value("password"))
+    session_id = app.gate.log_in(request.address, request.form_value("password"))
     if session_id is None:
-        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.remote_addr, locked_out=False)
-        return app.render(request, "login.html", HTTPStatus.UNAUTHORIZED,
+        logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.address, locked_out=False)
+        return app.render(request, "login.html", 401,
                           problem="wrong password")
     response = redirect(request.root + "/")
-    response.headers.append(("Set-Cookie", session_cookie(session_id, request.root,
-                                                          request.secure)))
+    set_session_cookie(response, session_id, request.root, request.is_secure)
     return response
 
 
 def logout(app: "Dashboard", request: Request) -> Response:
-    app.gate.log_out(request.cookie(SESSION_COOKIE))
+    app.gate.log_out(request.cookies.get(SESSION_COOKIE))
     response = redirect(request.root + "/")
-    response.headers.append(("Set-Cookie", session_cookie("", request.root, request.secure, 0)))
+    set_session_cookie(response, "", request.root, request.is_secure, 0)
     return response
 
 
@@ -63,24 +65,25 @@ def act_on_dead(store: Store, action: str, ids: Sequence[int]) -> int:
     if action == "retry":
         return store.retry_dead(list(ids), statuses=RETRIED) if ids else 0
     if action != "discard":
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "action must be retry or discard")
+        raise BadRequest("action must be retry or discard")
     try:
         return store.discard_dead(list(ids))
     except pymysql.err.OperationalError as exc:
         if exc.args and exc.args[0] == ER.TABLEACCESS_DENIED_ERROR:
-            raise HTTPError(HTTPStatus.FORBIDDEN, NO_DELETE) from None
+            raise Forbidden(NO_DELETE) from None
         raise
 
 
 def selected(app: "Dashboard", request: Request, action: str) -> Response:
     """The dead jobs ticked on the page (or the one of a job's page)."""
-    ids = [int(text) for text in request.form.get("id", []) if text.isdigit()][:BATCH]
+    ids = [data.job_id(text, "id") for text in request.form.getlist("id")[:BATCH]]
     count = act_on_dead(app.store(), action, ids)
     audit(request, action, jobs=count, selected=len(ids))
+    notify(request, f"Retried {count} job(s)." if action == "retry"
+           else f"Discarded {count} dead job(s).")
     # A job retried from its own page shows that page again; anything else the list.
     back_to_job = request.form_value("back") == "job" and action == "retry" and ids
-    where = f"/jobs/{ids[0]}" if back_to_job else "/dead"
-    return redirect(request.root + where + "?" + urlencode({"notice": action, "count": count}))
+    return redirect(request.root + (f"/jobs/{ids[0]}" if back_to_job else "/dead"))
 
 
 def batch(app: "Dashboard", request: Request) -> Response:
@@ -91,7 +94,7 @@ def batch(app: "Dashboard", request: Request) -> Response:
     values = {name: request.form_value(name) for name in data.FILTER_ARGS}
     store = app.store()
     page = store.find_jobs(data.job_filter(values, JobStatus.DEAD),
-                           data.after_id(request.form_value("after")), BATCH)
+                           data.optional_job_id(request.form_value("after"), "after"), BATCH)
     ids = [int(row["id"]) for row in page.rows]
     count = act_on_dead(store, request.form_value("action"), ids)
     audit(request, request.form_value("action"), jobs=count, batch_of=len(ids),
@@ -105,18 +108,15 @@ def batch(app: "Dashboard", request: Request) -> Response:
 def cancel(app: "Dashboard", request: Request) -> Response:
     """Cancel the job of a job's page: at once when ready, stopped by its supervisor
     when running; a finished one is left alone. Back to its page, which says which."""
-    text = request.form_value("id")
-    if not text.isdigit() or len(text) > 19:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "id must be a job id (a whole number)")
-    job_id = int(text)
+    job_id = data.job_id(request.form_value("id"), "id")
     report = app.store().cancel([job_id])
     if report.missing:
-        raise HTTPError(HTTPStatus.NOT_FOUND, f"no job {job_id}")
+        raise NotFound(f"no job {job_id}")
     outcome = ("cancelled" if report.cancelled else "stopping" if report.stopping
                else "finished")
     audit(request, "cancel", job=job_id, outcome=outcome)
-    return redirect(request.root + f"/jobs/{job_id}?" + urlencode({"notice": outcome,
-                                                                   "job": job_id}))
+    notify(request, CANCEL_NOTICES[outcome].format(job=job_id))
+    return redirect(request.root + f"/jobs/{job_id}")
 
 
 # -- queues and restarts --------------------------------------------------------------------------
@@ -132,36 +132,45 @@ def resume(app: "Dashboard", request: Request) -> Response:
 def _set_paused(app: "Dashboard", request: Request, paused: bool) -> Response:
     queue = request.form_value("queue")
     if not QUEUE_PATTERN.fullmatch(queue):
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "not a queue name")
+        raise BadRequest("not a queue name")
     app.store().set_paused(queue, paused)
-    notice = "paused" if paused else "resumed"
-    audit(request, notice, queue=queue)
-    return redirect(request.root + "/queues?" + urlencode({"notice": notice, "queue": queue}))
+    done = "paused" if paused else "resumed"
+    audit(request, done, queue=queue)
+    notify(request, f"Queue {queue} {done}.")
+    return redirect(request.root + "/queues")
 
 
 def restart(app: "Dashboard", request: Request) -> Response:
     host = request.form_value("host") or ALL_HOSTS
     if host != ALL_HOSTS and host not in data.hosts(app.store()):
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "no supervisor runs on that host")
+        raise BadRequest("no supervisor runs on that host")
     app.store().request_restart(host)
     audit(request, "restart", host=host)
-    return redirect(request.root + "/restart?" + urlencode({"notice": "restart", "host": host}))
+    notify(request, f"Rolling restart requested for host {host} ('*': every host).")
+    return redirect(request.root + "/restart")
+
+
+def notify(request: Request, text: str) -> None:
+    """What the action did, for the page its redirect shows: kept in the session,
+    never put in the URL (where anyone could write a notice of their own)."""
+    if request.session is not None:
+        request.session.notice = text
 
 
 def audit(request: Request, action: str, **fields: object) -> None:
     """Log what a logged-in user changed (there is one password: the address says who)."""
-    logs.event(Event.DASHBOARD_ACTION, None, action=action, address=request.remote_addr,
+    logs.event(Event.DASHBOARD_ACTION, None, action=action, address=request.address,
                **fields)
 
 
 ROUTES = (
-    ("POST", r"/login", login),
-    ("POST", r"/logout", logout),
-    ("POST", r"/dead/retry", lambda app, request: selected(app, request, "retry")),
-    ("POST", r"/dead/discard", lambda app, request: selected(app, request, "discard")),
-    ("POST", r"/api/dead/batch", batch),
-    ("POST", r"/jobs/cancel", cancel),
-    ("POST", r"/queues/pause", pause),
-    ("POST", r"/queues/resume", resume),
-    ("POST", r"/restart", restart),
+    ("POST", "/login", login),
+    ("POST", "/logout", logout),
+    ("POST", "/dead/retry", lambda app, request: selected(app, request, "retry")),
+    ("POST", "/dead/discard", lambda app, request: selected(app, request, "discard")),
+    ("POST", "/api/dead/batch", batch),
+    ("POST", "/jobs/cancel", cancel),
+    ("POST", "/queues/pause", pause),
+    ("POST", "/queues/resume", resume),
+    ("POST", "/restart", restart),
 )

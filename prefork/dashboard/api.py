@@ -1,11 +1,10 @@
 """The JSON API (GET, read-only, no login needed): what the pages show, for the pages'
 own scripts and for anyone's scripts. The one POST, a bulk action's batch, is in
 actions.py with the other actions."""
-from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from . import data
-from .web import HTTPError, Request, Response, json_response
+from .web import Request, Response, json_response
 
 if TYPE_CHECKING:
     from .app import Dashboard
@@ -22,15 +21,12 @@ def throughput(app: "Dashboard", request: Request) -> Response:
 
 def jobs(app: "Dashboard", request: Request) -> Response:
     found = app.store().find_jobs(data.job_filter(data.filter_values(request)),
-                                  data.after_id(request.arg("after")), data.PAGE_SIZE)
+                                  data.optional_job_id(request.arg("after"), "after"), data.PAGE_SIZE)
     return json_response(data.job_list(found))
 
 
-def job(app: "Dashboard", request: Request, job_id: str) -> Response:
-    row = app.store().get(int(job_id))
-    if row is None:
-        raise HTTPError(HTTPStatus.NOT_FOUND, f"no job {job_id}")
-    return json_response(data.job_detail(row, app.redact_keys))
+def job(app: "Dashboard", request: Request, job_id: int) -> Response:
+    return json_response(data.job_detail(data.job_row(app.store(), job_id), app.redact_keys))
 
 
 def schedules(app: "Dashboard", request: Request) -> Response:
@@ -38,9 +34,9 @@ def schedules(app: "Dashboard", request: Request) -> Response:
 
 
 ROUTES = (
-    ("GET", r"/api/overview", overview),
-    ("GET", r"/api/throughput", throughput),
-    ("GET", r"/api/jobs", jobs),
-    ("GET", r"/api/jobs/(?P<job_id>[0-9]{1,19})", job),
-    ("GET", r"/api/schedules", schedules),
+    ("GET", "/api/overview", overview),
+    ("GET", "/api/throughput", throughput),
+    ("GET", "/api/jobs", jobs),
+    ("GET", "/api/jobs/<job:job_id>", job),
+    ("GET", "/api/schedules", schedules),
 )

@@ -1,43 +1,48 @@
 """The dashboard as a WSGI application: create_app(config) -> a callable any WSGI
 server runs (cheroot by `prefork-queue dashboard`, or gunicorn, behind a proxy).
 
-Every request passes here: the URL prefix is split off, the route found, and every
-POST checked before its handler runs (a password configured, a live session, the
-request's Origin our own Host, the session's CSRF token), so no action can forget
-a check. Each server thread keeps its own store (a connection is not shared
-between threads); a database error drops it, and the next request reconnects.
+Every request passes here: its Host checked (one of the names we serve), the URL
+prefix split off, the route found, and every POST checked before its handler runs
+(a password configured, a live session, the request's Origin our own Host, the
+session's CSRF token), so no action can forget a check. Whatever a handler raises
+is answered here too, with the headers every answer carries: its own status for
+an HTTP error, 400 for refused input, 503 when the database is away, 500 (logged
+with its traceback) for anything else. Each server thread keeps its own store (a
+connection is not shared between threads); a database error drops it, and the
+next request reconnects.
 """
 import functools
 import re
 import threading
 from collections.abc import Iterable
-from http import HTTPStatus
 from importlib import resources
 from typing import Any
+from wsgiref.types import StartResponse, WSGIEnvironment
 
 import jinja2
+from werkzeug.exceptions import (BadRequest, Forbidden, HTTPException, InternalServerError,
+                                 NotFound, ServiceUnavailable)
 
+from .. import logs
 from ..config import Config
 from ..errors import DatabaseUnavailable, UserError
+from ..events import Event
 from ..failures import ErrorWriter, database_error
 from ..store import driver_errors, open_store
 from ..store.contract import Store
 from . import actions, api, pages
 from .auth import SESSION_COOKIE, Gate, configured_password, token_matches
-from .web import HTTPError, Request, Response, Routes, StartResponse, json_response
+from .hosts import ServedNames, parse_bind
+from .web import Request, Response, Routes, json_response, secured
 
 STATIC_NAME = re.compile(r"[a-z0-9_-]{1,64}\.(js|css|svg)")
 STATIC_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
                 "svg": "image/svg+xml"}
 LOGIN_PATH = "/login"
-# What a redirect after an action says, by the code it passes (never text from the URL).
-NOTICES = {"retry": "Retried {count} job(s).", "discard": "Discarded {count} dead job(s).",
-           "paused": "Queue {queue} paused.", "resumed": "Queue {queue} resumed.",
-           "restart": "Rolling restart requested for host {host} ('*': every host).",
-           "cancelled": "Job {job} cancelled: it will not run.",
-           "stopping": "Job {job} is running: its supervisor is stopping it (it ends "
-                       "cancelled).",
-           "finished": "Job {job} had already finished: left as it is."}
+RETRY_AFTER_SECONDS = 5   # a database outage: when monitoring and scripts may ask again
+FOREIGN_HOST = ("the Host header names no host this dashboard serves (a reverse proxy's "
+                "names go in dashboard_allowed_hosts)")
+FAULT = "internal error: the dashboard's log has the details (dashboard_request_failed)"
 
 
 def create_app(config: Config) -> "Dashboard":
@@ -63,14 +68,14 @@ class Dashboard:
         self.gate = gate
         self.prefix = url_prefix(config.dashboard_url_prefix or "")
         self.redact_keys: list[str] = list(config.dashboard_redact or [])
+        self.hosts = ServedNames(parse_bind(config.dashboard_bind)[0],
+                                 config.dashboard_allowed_hosts or [])
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("prefork.dashboard", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
-        self.routes = Routes()
-        self.routes.add("GET", r"/static/(?P<name>[^/]+)", self.static)
-        for module in (pages, actions, api):
-            for method, pattern, handler in module.ROUTES:
-                self.routes.add(method, pattern, functools.partial(handler, self))
+        self.routes = Routes([("GET", "/static/<name>", self.static)] + [
+            (method, path, functools.partial(handler, self))
+            for module in (pages, actions, api) for method, path, handler in module.ROUTES])
         self._local = threading.local()
 
     # -- the store of this thread ----------------------------------------------------------
@@ -90,80 +95,94 @@ class Dashboard:
                 pass
 
     # -- WSGI ------------------------------------------------------------------------------------
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
         request = Request(environ, self.prefix)
+        response = secured(self.answer(request))
+        return response(environ, start_response)   # no body for HEAD
+
+    def answer(self, request: Request) -> Response:
+        """The handler's response, or the error page (JSON under /api/) of what it raised."""
         try:
-            response = self.dispatch(request)
-        except HTTPError as exc:
-            response = self.error(request, exc.status, exc.message)
+            return self.dispatch(request)
+        except HTTPException as exc:
+            return self.error(request, exc)
+        except DatabaseUnavailable as exc:   # a UserError, but not the client's
+            return self.unavailable(request, str(exc))
         except UserError as exc:   # the store refused an input: a one-line answer
-            response = self.error(request, HTTPStatus.BAD_REQUEST, str(exc))
-        except DatabaseUnavailable as exc:
-            self._drop_store()
-            response = self.error(request, HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+            return self.error(request, BadRequest(str(exc)))
         except driver_errors() as exc:
-            self._drop_store()
             text = " ".join(ErrorWriter().mask(database_error(exc)).splitlines())
-            response = self.error(request, HTTPStatus.SERVICE_UNAVAILABLE,
-                                  f"database error {text}")
-        body = response.send(start_response)
-        return [] if request.method == "HEAD" else body
+            return self.unavailable(request, f"database error {text}")
+        except Exception as exc:
+            logs.unexpected(Event.DASHBOARD_REQUEST_FAILED, exc, method=request.method,
+                            path=request.route_path)
+            try:
+                return self.error(request, InternalServerError(FAULT))
+            except Exception:   # the error page itself failed: its line as text
+                return Response(FAULT, 500, mimetype="text/plain")
 
     def dispatch(self, request: Request) -> Response:
-        handler, groups = self.routes.find(request.method, request.path)
-        request.session = self.gate.session(request.cookie(SESSION_COOKIE))
+        if not self.hosts.serves(request.header("Host")):
+            raise BadRequest(FOREIGN_HOST)
+        handler, values = self.routes.find(request)
+        request.session = self.gate.session(request.cookies.get(SESSION_COOKIE))
         if request.method == "POST":
             self.check_post(request)
-        response: Response = handler(request, **groups)
-        return response
+        return handler(request, **values)
 
     def check_post(self, request: Request) -> None:
         """Refuse, before any handler runs, a POST that is not ours to take."""
         if self.gate.read_only:
-            raise HTTPError(HTTPStatus.FORBIDDEN, "read-only: no dashboard password is set")
+            raise Forbidden("read-only: no dashboard password is set")
         if not request.same_origin():
-            raise HTTPError(HTTPStatus.FORBIDDEN, "refused: the request's Origin is not "
-                            "this dashboard")
-        if request.path == LOGIN_PATH:
+            raise Forbidden("refused: the request's Origin is not this dashboard")
+        if request.route_path == LOGIN_PATH:
             return
         session = request.session
         if session is None:
-            raise HTTPError(HTTPStatus.FORBIDDEN, "log in first")
+            raise Forbidden("log in first")
         given = request.form_value("csrf") or request.header("X-CSRF-Token")
         if not token_matches(session, given):
-            raise HTTPError(HTTPStatus.FORBIDDEN, "refused: missing or wrong CSRF token")
+            raise Forbidden("refused: missing or wrong CSRF token")
 
     # -- answers ------------------------------------------------------------------------------------
-    def render(self, request: Request, template: str, status: HTTPStatus = HTTPStatus.OK,
+    def render(self, request: Request, template: str, status: int = 200,
                **context: Any) -> Response:
         session = request.session
         page = self.templates.get_template(template).render(
-            root=request.root, path=request.path, read_only=self.gate.read_only,
+            root=request.root, path=request.route_path, read_only=self.gate.read_only,
             can_act=session is not None, csrf=session.csrf if session else "",
-            notice=notice_text(request), **context)
-        return Response(page.encode("utf-8"), status)
+            notice=session.take_notice() if session else "", **context)
+        return Response(page, status, mimetype="text/html")
 
-    def error(self, request: Request, status: HTTPStatus, message: str) -> Response:
-        if request.path.startswith("/api/"):
-            return json_response({"error": message}, status)
-        return self.render(request, "error.html", status, message=message)
+    def error(self, request: Request, exc: HTTPException) -> Response:
+        """Its one line, as a page or as {"error": ...}, with the headers it names
+        (Allow, Retry-After)."""
+        status, message = exc.code or 500, exc.description or exc.name
+        if request.route_path.startswith("/api/"):
+            response = json_response({"error": message}, status)
+        else:
+            response = self.render(request, "error.html", status, message=message)
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response
+
+    def unavailable(self, request: Request, message: str) -> Response:
+        """503: the database is away, not the request at fault; the next request
+        reconnects."""
+        self._drop_store()
+        return self.error(request, ServiceUnavailable(message, retry_after=RETRY_AFTER_SECONDS))
 
     def static(self, request: Request, name: str) -> Response:
         match = STATIC_NAME.fullmatch(name)
         if not match:
-            raise HTTPError(HTTPStatus.NOT_FOUND, "no such file")
+            raise NotFound("no such file")
         try:
             body = (resources.files("prefork.dashboard") / "static" / name).read_bytes()
         except FileNotFoundError:
-            raise HTTPError(HTTPStatus.NOT_FOUND, "no such file") from None
+            raise NotFound("no such file") from None
         # Cached for a while, revalidated on a reload: an upgrade shows within the hour.
         return Response(body, content_type=STATIC_TYPES[match.group(1)],
-                        cache="public, max-age=3600")
-
-
-def notice_text(request: Request) -> str:
-    template = NOTICES.get(request.arg("notice"))
-    if template is None:
-        return ""
-    return template.format(count=request.arg("count"), queue=request.arg("queue"),
-                           host=request.arg("host"), job=request.arg("job"))
+                        headers=[("Cache-Control", "public, max-age=3600")])

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from werkzeug.wrappers import Response
+
 from ..config import read_password_file
 from ..errors import UserError
 
@@ -45,6 +47,13 @@ def configured_password(config: Any) -> str | None:
 class Session:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     last_seen: float = field(default_factory=time.monotonic)
+    # What the last action did, for the next page this session shows (once). Two
+    # pages loading at the same moment may both show it: nothing worse.
+    notice: str = ""
+
+    def take_notice(self) -> str:
+        notice, self.notice = self.notice, ""
+        return notice
 
 
 class Gate:
@@ -122,13 +131,11 @@ def token_matches(session: Session, given: str) -> bool:
     return hmac.compare_digest(session.csrf.encode("utf-8"), given.encode("utf-8"))
 
 
-def session_cookie(session_id: str, path: str, secure: bool, max_age: int | None = None) -> str:
-    """The Set-Cookie value: HttpOnly (no script reads it), SameSite=Strict (no other
-    site's request carries it), Secure over HTTPS."""
-    parts = [f"{SESSION_COOKIE}={session_id}", f"Path={path or '/'}", "HttpOnly",
-             "SameSite=Strict"]
-    if secure:
-        parts.append("Secure")
-    if max_age is not None:
-        parts.append(f"Max-Age={max_age}")
-    return "; ".join(parts)
+def set_session_cookie(response: Response, session_id: str, path: str, secure: bool,
+                       max_age: int | None = None) -> None:
+    """HttpOnly (no script reads it), SameSite=Strict (no other site's request carries
+    it), Secure over HTTPS: as the WSGI server says (wsgi.url_scheme; behind a proxy,
+    the server's own setting for trusting X-Forwarded-Proto decides, as gunicorn's
+    --forwarded-allow-ips)."""
+    response.set_cookie(SESSION_COOKIE, session_id, max_age=max_age, path=path or "/",
+                        secure=secure, httponly=True, samesite="Strict")

@@ -4,9 +4,11 @@ from a request, a job with its payload redacted, the overview, the schedules.
 Every read here is one of the store's indexed reads (queue_overview, throughput,
 find_jobs, get, status, limit_usage): nothing counts or scans done rows."""
 import json
+import re
 from datetime import datetime, timedelta, timezone
-from http import HTTPStatus
 from typing import Any, Mapping, Sequence
+
+from werkzeug.exceptions import BadRequest, NotFound
 
 from ..cli import status_report
 from ..jobs import JobStatus, utc_now
@@ -14,13 +16,17 @@ from ..observers import schedules
 from ..store.contract import JobRow, Store
 from ..store.views import JobFilter, JobPage
 from ..worker import commands
-from .web import HTTPError, Request
+from .web import JOB_ID_DIGITS, MAX_JOB_ID, Request
 
 MASK = "[redacted]"
 PAGE_SIZE = 50
 RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
 # The filters of the Jobs and Dead jobs pages, as query-string names.
 FILTER_ARGS = ("queue", "status", "type", "id", "key", "from", "to")
+JOB_ID = re.compile(JOB_ID_DIGITS)
+# The times a filter may name: the stores' DATETIME range, a day inside it (the
+# search widens a time range by a minute).
+FIRST_TIME, LAST_TIME = datetime(1000, 1, 2), datetime(9999, 12, 30)
 
 
 # -- filters ---------------------------------------------------------------------------
@@ -30,7 +36,7 @@ def job_filter(values: Mapping[str, str], status: JobStatus | None = None) -> Jo
     return JobFilter(queue=values.get("queue") or None,
                      status=status or _status(values.get("status", "")),
                      job_type=values.get("type") or None,
-                     job_id=_whole_number(values.get("id", ""), "id"),
+                     job_id=optional_job_id(values.get("id", ""), "id"),
                      key_prefix=values.get("key") or None,
                      created_from=_utc_time(values.get("from", ""), "from"),
                      created_to=_utc_time(values.get("to", ""), "to"))
@@ -40,8 +46,15 @@ def filter_values(request: Request) -> dict[str, str]:
     return {name: request.arg(name) for name in FILTER_ARGS}
 
 
-def after_id(text: str) -> int | None:
-    return _whole_number(text, "after")
+def job_id(text: str, name: str) -> int:
+    """The job id given as `name`; 400 naming it when it is none."""
+    if not JOB_ID.fullmatch(text) or int(text) > MAX_JOB_ID:
+        raise BadRequest(f"{name} must be a job id (a whole number up to {MAX_JOB_ID})")
+    return int(text)
+
+
+def optional_job_id(text: str, name: str) -> int | None:
+    return job_id(text, name) if text else None
 
 
 def _status(text: str) -> JobStatus | None:
@@ -50,16 +63,8 @@ def _status(text: str) -> JobStatus | None:
     try:
         return JobStatus(text)
     except ValueError:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, f"unknown state {text!r}: use one of "
+        raise BadRequest(f"unknown state {text!r}: use one of "
                         f"{', '.join(status.value for status in JobStatus)}") from None
-
-
-def _whole_number(text: str, name: str) -> int | None:
-    if not text:
-        return None
-    if not text.isdigit() or len(text) > 19:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, f"{name} must be a job id (a whole number)")
-    return int(text)
 
 
 def _utc_time(text: str, name: str) -> datetime | None:
@@ -68,11 +73,15 @@ def _utc_time(text: str, name: str) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text)
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
     except ValueError:
-        raise HTTPError(HTTPStatus.BAD_REQUEST,
-                        f"{name} must be a time like 2026-12-01T03:00 (UTC)") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        raise BadRequest(f"{name} must be a time like 2026-12-01T03:00 (UTC)") from None
+    except OverflowError:   # in UTC, before the year 1 or after 9999
+        moment = datetime.min
+    if not FIRST_TIME <= moment <= LAST_TIME:
+        raise BadRequest(f"{name} must be a time from {FIRST_TIME:%Y-%m-%d} to "
+                         f"{LAST_TIME:%Y-%m-%d} (UTC)")
     return moment
 
 
@@ -80,6 +89,13 @@ def _utc_time(text: str, name: str) -> datetime | None:
 
 def job_list(page: JobPage) -> dict[str, Any]:
     return {"rows": [plain(row) for row in page.rows], "next_after": page.next_after}
+
+
+def job_row(store: Store, job_id: int) -> JobRow:
+    row = store.get(job_id)
+    if row is None:
+        raise NotFound(f"no job {job_id}")
+    return row
 
 
 def job_detail(row: JobRow, redact_keys: Sequence[str]) -> dict[str, Any]:
@@ -160,7 +176,7 @@ def supervisors(store: Store, heartbeat_interval: float) -> list[dict[str, Any]]
 
 def throughput(store: Store, span: str, queue: str | None) -> dict[str, Any]:
     if span not in RANGES:
-        raise HTTPError(HTTPStatus.BAD_REQUEST, "range must be hour or day")
+        raise BadRequest("range must be hour or day")
     since = utc_now() - RANGES[span]
     points = store.throughput(since, queue)
     return {"range": span, "points": [plain(vars(point)) for point in points]}

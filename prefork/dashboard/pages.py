@@ -2,12 +2,13 @@
 restart, and the login form. Each renders a template from the store's indexed reads
 (data.py); the overview's live figures and charts are drawn by static/dashboard.js and static/charts.js
 from the JSON API."""
-from http import HTTPStatus
 from typing import TYPE_CHECKING
+
+from werkzeug.exceptions import BadRequest, NotFound
 
 from ..jobs import JobStatus
 from . import data
-from .web import HTTPError, Request, Response, redirect
+from .web import Request, Response, redirect
 
 if TYPE_CHECKING:
     from .app import Dashboard
@@ -31,18 +32,16 @@ def _job_list(app: "Dashboard", request: Request, template: str,
     values = data.filter_values(request)
     try:
         found = app.store().find_jobs(data.job_filter(values, status),
-                                      data.after_id(request.arg("after")), data.PAGE_SIZE)
-    except HTTPError as exc:   # a bad filter: the form again, with the problem named
-        return app.render(request, template, HTTPStatus.BAD_REQUEST, filters=values,
-                          statuses=list(JobStatus), problem=exc.message, page=None, paged=False)
+                                      data.optional_job_id(request.arg("after"), "after"), data.PAGE_SIZE)
+    except BadRequest as exc:   # a bad filter: the form again, with the problem named
+        return app.render(request, template, 400, filters=values, statuses=list(JobStatus),
+                          problem=exc.description, page=None, paged=False)
     return app.render(request, template, filters=values, statuses=list(JobStatus),
                       problem="", page=data.job_list(found), paged=bool(request.arg("after")))
 
 
-def job(app: "Dashboard", request: Request, job_id: str) -> Response:
-    row = app.store().get(int(job_id))
-    if row is None:
-        raise HTTPError(HTTPStatus.NOT_FOUND, f"no job {job_id}")
+def job(app: "Dashboard", request: Request, job_id: int) -> Response:
+    row = data.job_row(app.store(), job_id)
     return app.render(request, "job.html", job=data.job_detail(row, app.redact_keys))
 
 
@@ -63,7 +62,7 @@ def restart(app: "Dashboard", request: Request) -> Response:
 
 def login_form(app: "Dashboard", request: Request) -> Response:
     if app.gate.read_only:
-        raise HTTPError(HTTPStatus.NOT_FOUND, "read-only: no dashboard password is set, "
+        raise NotFound("read-only: no dashboard password is set, "
                         "so there is nothing to log in to")
     if request.session is not None:
         return redirect(request.root + "/")
@@ -71,12 +70,12 @@ def login_form(app: "Dashboard", request: Request) -> Response:
 
 
 ROUTES = (
-    ("GET", r"/", overview),
-    ("GET", r"/jobs", jobs),
-    ("GET", r"/jobs/(?P<job_id>[0-9]{1,19})", job),
-    ("GET", r"/dead", dead),
-    ("GET", r"/queues", queues),
-    ("GET", r"/schedules", schedules),
-    ("GET", r"/restart", restart),
-    ("GET", r"/login", login_form),
+    ("GET", "/", overview),
+    ("GET", "/jobs", jobs),
+    ("GET", "/jobs/<job:job_id>", job),
+    ("GET", "/dead", dead),
+    ("GET", "/queues", queues),
+    ("GET", "/schedules", schedules),
+    ("GET", "/restart", restart),
+    ("GET", "/login", login_form),
 )

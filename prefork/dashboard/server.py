@@ -12,7 +12,7 @@ from typing import Any
 from cheroot import wsgi
 
 from .. import logs
-from ..addresses import is_loopback, parse_host_port
+from ..addresses import is_loopback
 from ..errors import UserError
 from ..events import Event
 
@@ -21,11 +21,6 @@ REQUEST_TIMEOUT = 30        # seconds a client may take to send a request
 MAX_REQUEST_HEADER = 64 * 1024
 MAX_REQUEST_BODY = 1024 * 1024
 STOP_CHECK_SECONDS = 0.5   # how often the waiting main thread looks (a signal wakes it sooner)
-
-
-def parse_bind(text: str) -> tuple[str, int]:
-    """"127.0.0.1:8187", "[::1]:8187", "localhost:0" -> (host, port)."""
-    return parse_host_port(text, "dashboard_bind", "127.0.0.1:8187", port_zero=True)
 
 
 def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> None:

@@ -1,23 +1,27 @@
-"""The small WSGI layer the dashboard needs, on the standard library alone: a request
-(query, form, cookies, where it came from), a response with the security headers
-every answer carries, and a table of routes.
+"""The dashboard's request and response, on werkzeug: a request that knows the URL
+prefix, the form values and the session, every answer's security headers, and the
+table of routes.
 
-Written here rather than taken from werkzeug: the dashboard needs a dozen routes,
-urlencoded forms and one cookie, which is about a hundred lines; one dependency
-less to install, audit and keep current on every host that serves the page.
+werkzeug parses what a client sends (query strings and forms in any encoding,
+cookies, sizes) without ever raising on odd input, and its HTTPException classes
+are the error answers (app.py gives them our page and headers).
 """
 import json
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.cookies import CookieError, SimpleCookie
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
+
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import BaseConverter, Map, Rule, ValidationError
+from werkzeug.wrappers import Request as BaseRequest
+from werkzeug.wrappers import Response
 
 from .auth import Session
 
 MAX_FORM_BYTES = 256 * 1024   # the largest form: a page of selected job ids
+MAX_JOB_ID = 2 ** 63 - 1      # BIGINT's largest, and SQLite's
+# A job id's digits: ASCII only (isdigit(), int() and \d take other scripts' digits too).
+JOB_ID_DIGITS = "[0-9]{1,19}"
 
 # No inline script or style anywhere: every script and sheet is a static file of ours.
 SECURITY_HEADERS = (
@@ -30,157 +34,105 @@ SECURITY_HEADERS = (
     ("Cross-Origin-Opener-Policy", "same-origin"),
 )
 
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-Environ = Mapping[str, Any]
+__all__ = ["Request", "Response", "Routes", "json_response", "redirect", "secured"]
 
 
-class HTTPError(Exception):
-    """Answer with this status and a one-line message (HTML or JSON as the path asks)."""
+class Request(BaseRequest):
+    max_form_memory_size = MAX_FORM_BYTES
+    max_content_length = MAX_FORM_BYTES
 
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class Request:
-    def __init__(self, environ: Environ, prefix: str = "") -> None:
-        self.environ = environ
-        self.method = str(environ.get("REQUEST_METHOD", "GET")).upper()
-        self.root, self.path = _split_prefix(environ, prefix)
-        self.query = _first_values(parse_qs(str(environ.get("QUERY_STRING", "")),
-                                            keep_blank_values=True))
-        self._form: dict[str, list[str]] | None = None
+    def __init__(self, environ: dict[str, Any], prefix: str = "") -> None:
+        super().__init__(environ)
+        self.root, self.route_path = _split_prefix(self.script_root, self.path, prefix)
         self.session: Session | None = None   # the live login session, set by the app
 
-    # -- where it came from ------------------------------------------------------------
     @property
-    def secure(self) -> bool:
-        """Over HTTPS, as the WSGI server says: behind a proxy, the server's own setting
-        for trusting X-Forwarded-Proto (gunicorn's --forwarded-allow-ips) decides."""
-        return self.environ.get("wsgi.url_scheme") == "https"
-
-    @property
-    def host(self) -> str:
-        return str(self.environ.get("HTTP_HOST") or "")
-
-    @property
-    def remote_addr(self) -> str:
-        return str(self.environ.get("REMOTE_ADDR") or "")
+    def address(self) -> str:
+        """The client's address as the WSGI server saw it (behind a proxy: the proxy's)."""
+        return self.remote_addr or ""
 
     def header(self, name: str) -> str:
-        return str(self.environ.get("HTTP_" + name.upper().replace("-", "_")) or "")
+        return self.headers.get(name, "")
 
     def same_origin(self) -> bool:
-        """The Origin header (or, without one, the Referer) names this Host: the request
-        comes from our own page, not from another site's form or script."""
+        """The Origin header (or, without one, the Referer) names this Host (one the
+        app has already checked is ours): the request comes from our own page, not
+        from another site's form or script."""
         source = self.header("Origin") or self.header("Referer")
-        if not source or source == "null" or not self.host:
+        host = self.header("Host")
+        if not source or source == "null" or not host:
             return False
         try:
             parts = urlsplit(source)
         except ValueError:
             return False
-        return parts.scheme in ("http", "https") and parts.netloc.lower() == self.host.lower()
+        return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
 
-    # -- what it carries -----------------------------------------------------------------
     def arg(self, name: str) -> str:
-        return self.query.get(name, [""])[0].strip()
-
-    @property
-    def form(self) -> dict[str, list[str]]:
-        if self._form is None:
-            self._form = self._read_form()
-        return self._form
+        return str(self.args.get(name, "")).strip()
 
     def form_value(self, name: str) -> str:
-        return self.form.get(name, [""])[0]
-
-    def _read_form(self) -> dict[str, list[str]]:
-        if not str(self.environ.get("CONTENT_TYPE", "")).startswith(
-                "application/x-www-form-urlencoded"):
-            return {}
-        try:
-            length = int(self.environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, "bad Content-Length") from None
-        if length > MAX_FORM_BYTES:
-            raise HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "form too large")
-        body = self.environ["wsgi.input"].read(length) if length > 0 else b""
-        try:
-            return parse_qs(body.decode("utf-8"), keep_blank_values=True)
-        except UnicodeDecodeError:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, "the form is not UTF-8") from None
-
-    def cookie(self, name: str) -> str | None:
-        try:
-            jar = SimpleCookie(str(self.environ.get("HTTP_COOKIE", "")))
-        except CookieError:
-            return None
-        morsel = jar.get(name)
-        return morsel.value if morsel else None
+        return str(self.form.get(name, ""))
 
 
-def _first_values(parsed: dict[str, list[str]]) -> dict[str, list[str]]:
-    return {key: values for key, values in parsed.items() if values}
-
-
-def _split_prefix(environ: Environ, prefix: str) -> tuple[str, str]:
+def _split_prefix(script_root: str, path: str, prefix: str) -> tuple[str, str]:
     """(root, path): SCRIPT_NAME as the WSGI server set it (gunicorn behind a proxy that
     passes it), plus the configured prefix when the path still starts with it (a proxy
     that forwards the whole path)."""
-    root = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
-    path = str(environ.get("PATH_INFO", "")) or "/"
+    root = script_root.rstrip("/")
     if prefix and (path == prefix or path.startswith(prefix + "/")):
         root, path = root + prefix, path[len(prefix):] or "/"
     return root, path
 
 
-@dataclass
-class Response:
-    body: bytes = b""
-    status: HTTPStatus = HTTPStatus.OK
-    content_type: str = "text/html; charset=utf-8"
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    cache: str = "no-store"   # pages and data: never from a cache
-
-    def send(self, start_response: StartResponse) -> Iterable[bytes]:
-        headers = [("Content-Type", self.content_type), ("Content-Length", str(len(self.body))),
-                   ("Cache-Control", self.cache), *SECURITY_HEADERS, *self.headers]
-        start_response(f"{self.status.value} {self.status.phrase}", headers)
-        return [self.body]
+def secured(response: Response) -> Response:
+    """The response with the headers every answer carries: never from a cache unless
+    it says otherwise (static files), and the security headers."""
+    response.headers.setdefault("Cache-Control", "no-store")
+    for name, value in SECURITY_HEADERS:
+        response.headers[name] = value
+    return response
 
 
-def json_response(data: Any, status: HTTPStatus = HTTPStatus.OK) -> Response:
-    return Response(json.dumps(data, default=str).encode("utf-8"), status,
-                    "application/json; charset=utf-8")
+def json_response(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, default=str), status, mimetype="application/json")
 
 
 def redirect(location: str) -> Response:
     """303: after a POST, the browser GETs the page again (a reload does not repeat it)."""
-    return Response(b"", HTTPStatus.SEE_OTHER, headers=[("Location", location)])
+    return Response(status=303, headers=[("Location", location)])
+
+
+class JobIdConverter(BaseConverter):
+    """A job id in a path: ASCII digits that fit a BIGINT; a larger one is no page."""
+    regex = JOB_ID_DIGITS
+
+    def to_python(self, value: str) -> int:
+        if int(value) > MAX_JOB_ID:
+            raise ValidationError()
+        return int(value)
 
 
 Handler = Callable[..., Response]
 
 
 class Routes:
-    """(method, path pattern) -> handler(request, **groups); patterns are whole-path regexes."""
+    """(method, werkzeug rule, handler(request, **values)); HEAD answers as GET does."""
 
-    def __init__(self) -> None:
-        self._table: list[tuple[str, re.Pattern[str], Handler]] = []
+    def __init__(self, table: Sequence[tuple[str, str, Handler]]) -> None:
+        self._map = Map([Rule(path, methods=[method], endpoint=handler)
+                         for method, path, handler in table],
+                        converters={"job": JobIdConverter}, strict_slashes=False,
+                        merge_slashes=False)   # never a redirect: a path is found or not
 
-    def add(self, method: str, pattern: str, handler: Handler) -> None:
-        self._table.append((method, re.compile(pattern), handler))
-
-    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]]:
-        allowed = False
-        for route_method, pattern, handler in self._table:
-            match = pattern.fullmatch(path)
-            if match:
-                if route_method == method or (method == "HEAD" and route_method == "GET"):
-                    return handler, match.groupdict()
-                allowed = True
-        if allowed:
-            raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} is not allowed here")
-        raise HTTPError(HTTPStatus.NOT_FOUND, "no such page")
+    def find(self, request: Request) -> tuple[Handler, dict[str, Any]]:
+        """The handler and its path values; NotFound, MethodNotAllowed (with Allow)."""
+        adapter = self._map.bind("dashboard", script_name=request.root)
+        try:
+            handler, values = adapter.match(request.route_path, request.method)
+        except NotFound:
+            raise NotFound("no such page") from None
+        except MethodNotAllowed as exc:
+            raise MethodNotAllowed(exc.valid_methods,
+                                   f"{request.method} is not allowed here") from None
+        return handler, dict(values)
