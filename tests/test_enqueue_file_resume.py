@@ -88,9 +88,8 @@ def test_a_cut_off_file_says_what_was_committed_and_resumes_exactly(throwaway_ma
                 server.kill()
             _, stderr = producer.communicate(timeout=60)
         finally:
-            if producer.poll() is None:
-                producer.kill()
-                producer.wait()
+            producer.kill()   # nothing to do once it has exited
+            producer.wait()
         assert producer.returncode == 3, stderr
         message = stderr.strip()
         assert len(message.splitlines()) == 1, stderr
