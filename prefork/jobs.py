@@ -155,6 +155,9 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
         raise UserError(TOO_DEEP_TO_ENQUEUE) from None
     except (TypeError, ValueError) as exc:
         raise UserError(f"payload is not JSON-serializable: {exc}") from None
+    if _keys_collide(payload):
+        raise UserError("payload is not JSON-serializable: two keys of one object are one "
+                        "key in JSON (as 1 and \"1\" are), and a reader would keep one value")
     size = len(_utf8(text, "payload"))
     if size > max_bytes:
         raise UserError(f"payload is {size} bytes, over the limit of {max_bytes} (max_payload_bytes)")
@@ -164,6 +167,32 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
             json_depth(text) > MAX_PAYLOAD_DEPTH:
         raise UserError(TOO_DEEP_TO_ENQUEUE)
     return text
+
+
+def _keys_collide(payload: dict[str, Any]) -> bool:
+    """Whether an object of the payload (json.dumps has written it) has two keys that
+    JSON writes alike: {1: "a", "1": "b"} becomes {"1":"a","1":"b"}. Only keys that are
+    not str can collide; an iterative walk, as the payload may nest deep."""
+    stack: list[Any] = [payload]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if not all(isinstance(key, str) for key in value) and \
+                    len({_json_key(key) for key in value}) < len(value):
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return False
+
+
+def _json_key(key: Any) -> str:
+    """A key as json.dumps writes it (a str, int, float, bool or None: it accepted it)."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool) or key is None:
+        return json.dumps(key)
+    return float.__repr__(key) if isinstance(key, float) else int.__repr__(key)
 
 
 def parse_json(text: str | bytes, what: str = "payload") -> Any:

@@ -49,7 +49,8 @@ def test_doctor_passes_on_the_local_mariadb_in_both_dialects(migrated, sql_diale
     assert result.returncode == 0, result.stdout + result.stderr
     checks = checks_of(result)
     assert set(checks) == {"server", "dialect", "schema", "privileges", "isolation",
-                           "time zone", "clock", "claim plan", "completion plan", "round trip"}
+                           "time zone", "clock", "topology", "binary log", "claim plan",
+                           "completion plan", "round trip"}
     # root has everything: more than a worker needs is a warning, nothing fails.
     assert checks["privileges"][0] == "warn" and "ALL PRIVILEGES ON *.*" in checks["privileges"][1]
     assert {name: status for name, (status, _) in checks.items() if name != "privileges"} == \
@@ -68,7 +69,7 @@ def test_doctor_prints_one_line_per_check(migrated):
     lines = result.stdout.splitlines()
     assert lines[-1] == "no check failed"
     assert [line.split()[0] for line in lines[:-1]] == \
-        ["ok", "ok", "ok", "warn", "ok", "ok", "ok", "ok", "ok", "ok"]
+        ["ok", "ok", "ok", "warn", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"]
     assert result.stderr == ""
 
 

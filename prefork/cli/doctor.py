@@ -16,8 +16,10 @@ def _doctor_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @command("doctor", "Check the database before going live: server and version, dialect, "
-         "schema, the account's privileges, session settings, the claim's and the "
-         "completion's plans, clock skew, and a real job's round trip on a scratch queue. "
+         "schema, the account's privileges, session settings, clock skew, the server's "
+         "topology (a replica or read-only server, Galera, Group Replication, the binary "
+         "log and semi-sync), the claim's and the completion's plans, and a real job's "
+         "round trip on a scratch queue. "
          "Exit 0 when no check fails (warnings allowed), 3 when one does.",
          arguments=_doctor_arguments)
 def doctor_command(args: argparse.Namespace, config: Config) -> int:

@@ -5,26 +5,23 @@ import logging
 import signal
 from datetime import datetime
 from types import FrameType
-from typing import Any, Iterable, Optional
+from typing import Optional
 
-from .. import logs, registry
+from .. import logs
 from ..config import Config
 from ..errors import UserError
 from ..failures import HISTORY_LENGTH, parsed_history
-from ..jobs import MAX_ATTEMPTS_LIMIT, JobStatus, NewJob, new_job, parse_json
-from ..progress import Progress
+from ..jobs import MAX_ATTEMPTS_LIMIT, JobStatus, new_job
 from ..store import driver_errors
 from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
+from .jobs_file import check_job_types, enqueue_file
 from .parser import command, whole_number
 from .status_report import utc_text
 
-BULK_CHUNK = 1000
 ERROR_WIDTH = 32   # `failed` shows this much of each error
 CUT = "\u2026"      # ends an error `failed` cut (an ellipsis)
-JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts",
-                   "concurrency_key"}
 
 
 # --- producing --------------------------------------------------------------------
@@ -43,7 +40,11 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
                              "and rate limits hold per key.")
     parser.add_argument("--file", metavar="JOBS.jsonl", help='One job a line: {"type": ..., '
                         '"payload": {...}, "queue", "key", "delay", "priority", "max_attempts", '
-                        '"concurrency_key"}.')
+                        '"concurrency_key"}. Lines commit 1,000 at a time; if the database '
+                        'goes away mid-file, the error says which line to resume from.')
+    parser.add_argument("--from-line", type=whole_number, metavar="N",
+                        help="With --file: start at line N of the file, skipping the lines "
+                             "before it (resume a file that was cut off).")
 
 
 @command("enqueue", "Enqueue a job (prints its id), or many from a JSON-lines file.",
@@ -55,8 +56,10 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
         if args.concurrency_key is not None:
             raise UserError("--concurrency-key goes with TYPE: in --file, give a line its "
                             "\"concurrency_key\"")
-        _enqueue_file(args.file, config)
+        enqueue_file(args.file, config, args.from_line or 1)
         return
+    if args.from_line is not None:
+        raise UserError("--from-line goes with --file")
     if not args.type:
         raise UserError("give a job TYPE (and a JSON payload), or --file JOBS.jsonl")
     check_job_types([args.type], config)
@@ -66,67 +69,6 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
                   max_payload_bytes=config.max_payload_bytes,
                   concurrency_key=args.concurrency_key)
     print(checked_store(config).enqueue(job))
-
-
-def _enqueue_file(path: str, config: Config) -> None:
-    jobs = read_jobs_file(path, config)
-    check_job_types({job.type for job in jobs}, config)
-    store = checked_store(config)
-    progress = Progress(len(jobs), "enqueue")
-    new = 0
-    for start in range(0, len(jobs), BULK_CHUNK):
-        chunk = jobs[start:start + BULK_CHUNK]
-        new += store.enqueue_many(chunk)
-        progress.advance(len(chunk))
-    progress.finish()
-    print(f"enqueued {new} new jobs ({len(jobs) - new} already present)")
-
-
-def check_job_types(job_types: Iterable[str], config: Config) -> None:
-    """With `app` configured, refuse a job type no handler is registered for."""
-    if not config.app:
-        return
-    registry.import_apps(config.app)
-    for job_type in sorted(job_types):
-        if registry.lookup(job_type) is None and job_type not in config.named("command"):
-            raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
-
-
-def read_jobs_file(path: str, config: Config) -> list[NewJob]:
-    """Validate every line before anything is written: a bad line changes nothing.
-
-    The validated jobs are held in memory (about the size of the file), so that the
-    file is read once and what is inserted is exactly what was checked."""
-    jobs = []
-    try:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                if raw.strip():
-                    jobs.append(_job_from_line(raw, f"{path}:{number}", config))
-    except OSError as exc:
-        raise UserError(f"cannot read {path!r}: {exc.strerror}") from None
-    return jobs
-
-
-def _job_from_line(raw: bytes, where: str, config: Config) -> NewJob:
-    try:
-        fields: Any = parse_json(raw, "line")
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}") from None
-    if not isinstance(fields, dict) or "type" not in fields:
-        raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
-    unknown = set(fields) - JOB_LINE_FIELDS
-    if unknown:
-        raise UserError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-    try:
-        return new_job(fields["type"], fields.get("payload", {}),
-                       queue=fields.get("queue", "default"), key=fields.get("key"),
-                       delay=fields.get("delay", 0), priority=fields.get("priority", 0),
-                       max_attempts=fields.get("max_attempts", config.max_attempts),
-                       max_payload_bytes=config.max_payload_bytes,
-                       concurrency_key=fields.get("concurrency_key"))
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}") from None
 
 
 # --- working ------------------------------------------------------------------------

@@ -3,8 +3,6 @@ opens it, so its connection is a queue session: the same settings, the same
 account, the same dialect."""
 import time
 from datetime import timezone
-from typing import Any
-
 import pymysql
 from pymysql.constants import ER
 
@@ -15,6 +13,8 @@ from ..store.mysql.server import MINIMUM, Flavor, Server, check_supported
 from ..store.mysql.session import error_code
 from ..store.mysql.store import MySQLStore
 from . import grants, plans, roundtrip
+from .reads import column, rows, scalar
+from .topology import topology_checks
 from .checks import PLAN_CHECKS, Check, Status, run_check, run_checks, skipped
 from .queries import (
     ACCOUNT,
@@ -42,10 +42,12 @@ def mysql_checks(store: MySQLStore, config: Config, queue: str) -> list[Check]:
         dialect_check(store.server, store.dialect, config.dialect),
         schema,
         run_check(grants.NAME, lambda: grants.judge(
-            _column(conn, GRANTS), store.dsn_args["database"], _scalar(conn, ACCOUNT))),
+            column(conn, GRANTS), store.dsn_args["database"], scalar(conn, ACCOUNT))),
         run_check("isolation", lambda: isolation_check(conn)),
         run_check("time zone", lambda: time_zone_check(conn)),
         run_check("clock", lambda: clock_check(conn, config.lease_seconds)),
+        *topology_checks(conn, store.server.flavor, config.supervisor_timeout,
+                         schema.status is not Status.FAIL),
     ]
     if schema.status is Status.FAIL:
         return checks + [skipped(name, "the schema is not current") for name in NEEDS_SCHEMA]
@@ -81,7 +83,7 @@ def schema_check(store: MySQLStore) -> Check:
     release does not know means a newer release migrated the database."""
     store.check_schema()
     known = {version for version, _, _ in store.migrations()}
-    applied = {row[0] for row in _rows(store.conn, SCHEMA_VERSIONS)}
+    applied = {row[0] for row in rows(store.conn, SCHEMA_VERSIONS)}
     newer = sorted(applied - known)
     if newer:
         return Check("schema", Status.WARN, f"version {newer[-1]} is applied, which this "
@@ -91,11 +93,11 @@ def schema_check(store: MySQLStore) -> Check:
 
 def isolation_check(conn: pymysql.connections.Connection) -> Check:
     try:
-        level = str(_scalar(conn, ISOLATION))
+        level = str(scalar(conn, ISOLATION))
     except pymysql.err.OperationalError as exc:
         if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
             raise
-        level = str(_scalar(conn, ISOLATION_OLD_NAME))   # MariaDB before 11.1
+        level = str(scalar(conn, ISOLATION_OLD_NAME))   # MariaDB before 11.1
     if level == READ_COMMITTED:
         return Check("isolation", Status.OK, "READ-COMMITTED, as the queue's sessions set it "
                      "(no gap locks in SKIP LOCKED scans)")
@@ -105,7 +107,7 @@ def isolation_check(conn: pymysql.connections.Connection) -> Check:
 
 
 def time_zone_check(conn: pymysql.connections.Connection) -> Check:
-    zone = str(_scalar(conn, TIME_ZONE))
+    zone = str(scalar(conn, TIME_ZONE))
     if zone in UTC_ZONES:
         return Check("time zone", Status.OK, f"{zone}, as the queue's sessions set it")
     return Check("time zone", Status.FAIL, f"a queue session has time zone {zone}, not "
@@ -115,7 +117,7 @@ def time_zone_check(conn: pymysql.connections.Connection) -> Check:
 
 def clock_check(conn: pymysql.connections.Connection, lease_seconds: float) -> Check:
     before = time.time()
-    server_now = _scalar(conn, SERVER_UTC_NOW)
+    server_now = scalar(conn, SERVER_UTC_NOW)
     after = time.time()
     server_time = server_now.replace(tzinfo=timezone.utc).timestamp()
     return judge_skew(server_time - (before + after) / 2, (after - before) / 2, lease_seconds)
@@ -154,17 +156,3 @@ def _remove(conn: pymysql.connections.Connection, job_id: int, queue: str) -> bo
         if error_code(exc) == ER.TABLEACCESS_DENIED_ERROR:
             return False
         raise
-
-
-def _rows(conn: pymysql.connections.Connection, sql: str) -> list[tuple[Any, ...]]:
-    with conn.cursor() as cursor:
-        cursor.execute(sql)
-        return list(cursor.fetchall())
-
-
-def _column(conn: pymysql.connections.Connection, sql: str) -> list[str]:
-    return [str(row[0]) for row in _rows(conn, sql)]
-
-
-def _scalar(conn: pymysql.connections.Connection, sql: str) -> Any:
-    return _rows(conn, sql)[0][0]

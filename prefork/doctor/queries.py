@@ -32,6 +32,26 @@ EXPLAIN_MARIADB = "EXPLAIN "
 # The round trip's job, by id and scratch queue (both: a wrong id removes nothing).
 REMOVE_SCRATCH_JOB = "DELETE FROM prefork_jobs WHERE id = %s AND queue = %s"
 
+# The server's place in a topology. Whole lists, read once: a name the server does
+# not have is absent (MySQL has no wsrep_*, MariaDB no group_replication_*).
+GLOBAL_VARIABLES = "SHOW GLOBAL VARIABLES"
+GLOBAL_STATUS = "SHOW GLOBAL STATUS"
+# As a queue session has it (the session may set it; the account's default may).
+SESSION_SYNC_WAIT = "SHOW SESSION VARIABLES LIKE 'wsrep_sync_wait'"
+# MySQL Group Replication: every member, as this one sees the group.
+GROUP_MEMBERS = (
+    "SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE"
+    " FROM performance_schema.replication_group_members")
+# MySQL: replication channels receiving from a source (Group Replication's own are
+# not a replica's). MariaDB counts them in the status Slaves_running instead.
+REPLICA_CHANNELS = (
+    "SELECT COUNT(*) FROM performance_schema.replication_connection_status"
+    " WHERE SERVICE_STATE = 'ON' AND CHANNEL_NAME NOT LIKE 'group_replication%'")
+# Supervisors that heartbeat within the supervisor timeout (seconds), and their hosts.
+LIVE_SUPERVISORS = (
+    "SELECT COUNT(*), COUNT(DISTINCT host) FROM prefork_processes"
+    " WHERE state = 'running' AND heartbeat_at > UTC_TIMESTAMP(6) - INTERVAL %s SECOND")
+
 # --- SQLite ---------------------------------------------------------------------------------
 
 JOURNAL_MODE = "PRAGMA journal_mode"

@@ -15,7 +15,8 @@ from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from ... import client
-from ...jobs import JOB_TYPE_PATTERN, QUEUE_PATTERN
+from ...errors import UserError
+from ...jobs import JOB_TYPE_PATTERN, QUEUE_PATTERN, TOO_DEEP_TO_ENQUEUE
 from . import compat, execution, results
 from .options import Options
 
@@ -52,10 +53,14 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
         self.validate_task(task)
         enqueued_at = timezone.now()
-        result = compat.TaskResult(   # normalises args and kwargs, or raises TypeError
-            task=task, id="", status=compat.TaskResultStatus.READY, enqueued_at=enqueued_at,
-            started_at=None, last_attempted_at=None, finished_at=None, args=args,
-            kwargs=kwargs, backend=self.alias, errors=[], worker_ids=[])
+        try:
+            result = compat.TaskResult(   # normalises args and kwargs, or raises TypeError
+                task=task, id="", status=compat.TaskResultStatus.READY,
+                enqueued_at=enqueued_at, started_at=None, last_attempted_at=None,
+                finished_at=None, args=args, kwargs=kwargs, backend=self.alias, errors=[],
+                worker_ids=[])
+        except RecursionError:   # the normalisation recurses: nested far past our limit
+            raise UserError(TOO_DEEP_TO_ENQUEUE) from None
         payload = {"args": result.args, "kwargs": result.kwargs, "priority": task.priority,
                    "enqueued_at": execution.stamp(_utc(enqueued_at))}
         with transaction.atomic(using=self.database):
