@@ -21,6 +21,7 @@ from .bulk import enqueue_args, insert_chunks
 from .cancel import MySQLCancel
 from .cancel import cancel_on as cancel_on   # prefork.cancel()'s, beside enqueue_on
 from .dashboard import MySQLDashboard
+from .dsn import parse_dsn
 from .lifecycle import MySQLLifeCycle
 from .limits import MySQLLimits
 from .operations import MySQLOperations
@@ -37,7 +38,7 @@ from .queries import (
 )
 from .schema import MySQLSchema
 from .server import Flavor
-from .session import connect, parse_dsn
+from .session import connect
 from .wakeups import MySQLWakeups
 
 
@@ -51,7 +52,9 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = bell_key(self.dsn_args["database"])
         self.config = config
-        self.conn, self.server, self.dialect = connect(config, self.dsn_args, config.password())
+        # From here on the arguments of the host reached (a DSN may name several).
+        self.conn, self.server, self.dialect, self.dsn_args = connect(
+            config, self.dsn_args, config.password())
         if self.dialect is Flavor.MYSQL:
             # The dialect is known only once connected (auto reads the server's
             # version from the handshake), so the class is chosen here, not by
