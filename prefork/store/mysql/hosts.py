@@ -36,8 +36,7 @@ def refusal(read_only: Any, wsrep_ready: Any, wsrep_state: Any) -> str | None:
     """Why a server must not be written to, from its role row (host_queries.py); None
     when it may be."""
     if int(read_only or 0):
-        return ("it is read-only (read_only or super_read_only is ON): a replica is never "
-                "written to")
+        return "it is read-only (read_only is ON): a replica is never written to"
     if wsrep_ready is None:   # not a Galera node
         return None
     if str(wsrep_ready).upper() != "ON":

@@ -2,9 +2,10 @@
 parts (session.py: the connection; lifecycle.py: claims, completions and leases;
 operations.py: the operator tables; schema.py: migrations; dashboard.py: the
 dashboard's reads and the per-minute rollup; limits.py: concurrency and rate
-limits; cancel.py: cancellation; portable.py: what the mysql dialect does its
-own way), and holds the producing and inspection of jobs itself. Every statement is named in queries.py (the mysql dialect's own in
-portable_queries.py).
+limits; cancel.py: cancellation; strays.py: jobs a failover left reserved;
+portable.py: what the mysql dialect does its own way), and holds the producing
+and inspection of jobs itself. Every statement is named in queries.py (the mysql
+dialect's own in portable_queries.py).
 
 Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
 scans), in UTC, with short lock waits so that a stuck lock fails a
@@ -38,12 +39,13 @@ from .queries import (
 )
 from .schema import MySQLSchema
 from .server import Flavor
+from .strays import MySQLStrays
 from .session import connect
 from .wakeups import MySQLWakeups
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
-                 MySQLCancel, MySQLWakeups):
+                 MySQLCancel, MySQLWakeups, MySQLStrays):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""
