@@ -20,6 +20,7 @@ from throwaway_db import binaries_available
 
 import prefork
 from prefork import config as config_module
+from prefork.jobs import new_job
 
 JOBS = 600
 JOB_SECONDS = 0.03
@@ -28,8 +29,8 @@ LEASE_SECONDS = 300.0      # the difference between a hand-back and a lease must
 HEARTBEAT = 1.0
 AFTER_PAUSE = 60           # completions the primary acknowledges that the replica never sees
 
-pytestmark = pytest.mark.skipif(not binaries_available(),
-                                reason="mariadb-install-db/mariadbd not installed")
+needs_mariadb = pytest.mark.skipif(not binaries_available(),
+                                   reason="mariadb-install-db/mariadbd not installed")
 
 
 def statuses(server):
@@ -44,6 +45,24 @@ def ledger_counts(server):
     return dict(execute(server, "SELECT job_id, COUNT(*) FROM ledger GROUP BY job_id"))
 
 
+def test_strays_go_back_uncharged_but_those_spared(backend_store, db):
+    """The store's side, on every backend: the jobs reserved under a supervisor's id go
+    back at once, their attempt given back (cancelled when that is pending), but those
+    spare() keeps; another supervisor's stay reserved."""
+    s = backend_store()
+    ours, theirs = (s.register_process(host, 1, ["default"], 2, "0.1.0") for host in "ab")
+    ids = [s.enqueue(new_job("noop", key=f"k{n}")) for n in range(4)]
+    for process_id in (ours, ours, ours, theirs):
+        s.claim(["default"], "host:1", 300, process_id=process_id)
+    s.cancel([ids[2]])
+    returned = s.hand_back_strays(ours, lambda held: held.job_id == ids[1])
+    assert sorted(returned) == [ids[0], ids[2]]
+    assert [(db.row(job_id)["status"], db.row(job_id)["attempts"]) for job_id in ids] == [
+        ("ready", 0), ("reserved", 1), ("cancelled", 0), ("reserved", 1)]
+    assert s.hand_back_strays(ours, lambda held: False) == [ids[1]]
+
+
+@needs_mariadb
 def test_after_a_failover_the_old_primarys_reserved_jobs_run_again_within_heartbeats(tmp_path):
     runs_file = tmp_path / "runs"
     runs_file.write_text("")
