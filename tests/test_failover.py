@@ -10,6 +10,7 @@ The old primary is started again at the end, read-only, to count them.
 """
 import collections
 import time
+from datetime import datetime
 
 import pytest
 from conftest import run_cli, wait_until
@@ -90,19 +91,24 @@ def test_after_a_failover_the_old_primarys_reserved_jobs_run_again_within_heartb
                        timeout=60, message="completions the replica does not receive")
             primary.kill()
             promote(replica)
-            promoted_at = time.monotonic()
+            promoted_at, promoted_wall = time.monotonic(), time.time()
             had = statuses(replica)
             had_ledger = ledger_counts(replica)
             stranded = {job_id for job_id, status in had.items() if status == "reserved"}
             assert stranded, "the drill needs jobs the replica holds reserved"
+            had_done = sum(1 for status in had.values() if status == "done")
+            wait_until(lambda: len(with_status(replica, "done")) > had_done, timeout=60,
+                       message="a job done on the promoted replica")
+            resumed_after = time.monotonic() - promoted_at
 
             # Reserved in the supervisor's name on the replica: back within heartbeats.
             wait_until(lambda: not stranded & with_status(replica, "reserved"), timeout=60,
                        message="the replica's reserved jobs handed back (not a 300 s lease)")
-            handed_back_after = time.monotonic() - promoted_at
-            returned = {job_id for line in sup.events("jobs_handed_back_after_reconnect")
-                        for job_id in line["job_ids"]}
+            handed_back = sup.events("jobs_handed_back_after_reconnect")
+            returned = {job_id for line in handed_back for job_id in line["job_ids"]}
             assert stranded <= returned
+            handed_back_after = max(datetime.fromisoformat(line["ts"]).timestamp()
+                                    for line in handed_back) - promoted_wall
             # Work resumes on the promoted replica, for a new job as for the old ones.
             enqueued = run_cli("enqueue", "failover.ledger", '{"seconds": 0}', dsn=dsn)
             assert enqueued.returncode == 0, enqueued.stderr
@@ -127,7 +133,8 @@ def test_after_a_failover_the_old_primarys_reserved_jobs_run_again_within_heartb
         acknowledged = with_status(primary, "done")
         lost = acknowledged - {job_id for job_id, status in had.items() if status == "done"}
         runs = collections.Counter(int(line) for line in runs_file.read_text().split())
-        print(f"\nfailover drill: {len(stranded)} reserved jobs on the promoted replica, "
+        print(f"\nfailover drill: work resumed {resumed_after:.1f}s after the promotion; "
+              f"{len(stranded)} reserved jobs on the promoted replica, "
               f"handed back {handed_back_after:.1f}s after the promotion "
               f"(heartbeat {HEARTBEAT:g}s, lease {LEASE_SECONDS:g}s); "
               f"{len(lost)} completions acknowledged by the old primary were lost and "

@@ -84,6 +84,7 @@ class Upkeep:
         self.limits = SupervisorLimits()   # the limits in force here (limits.py)
         self.wakeup_address = ""   # the UDP address we listen on for rings ("": none)
         self.strays = StrayChecks()   # after a reconnection (strays.py)
+        self.reconnected = False   # since the loop last looked: children may boot again
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -326,6 +327,7 @@ class Upkeep:
                       error=str(exc) if isinstance(exc, UserError) else error_class(exc))
                 return False
             self.strays.reconnected()   # maybe to another server: it may hold strays
+            self.reconnected = True
         try:
             return action(self.store)
         except driver_errors() as exc:
