@@ -129,6 +129,14 @@ class Event(enum.StrEnum):
                                     "the SQLite file is on a network filesystem")
     SQLITE_SHARED_BY_HOSTS = ("sqlite_shared_by_hosts", WARNING,
                               "workers of another host hold jobs of this SQLite file")
+    # -- the hosts of a MySQL DSN (store/mysql/hosts.py) and failover ------------------
+    DATABASE_HOST_SKIPPED = ("database_host_skipped", WARNING,
+                             "a host of the DSN cannot be used (unreachable, read-only, a "
+                             "Galera node not ready): the next one is tried")
+    JOBS_HANDED_BACK_AFTER_RECONNECT = (
+        "jobs_handed_back_after_reconnect", WARNING,
+        "the server reached after a reconnection held jobs reserved by this supervisor "
+        "that none of its workers runs (a failover lost their end): handed back at once")
     # -- the supervisor's hardening (supervisor/loop.py) ------------------------------------
     DOORBELL_UNAVAILABLE = ("doorbell_unavailable", WARNING,
                             "the doorbell's directory is unsafe or unusable: polling only")

@@ -11,25 +11,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from importlib import resources
-from typing import Any, Callable, ContextManager, NamedTuple
+from typing import Any, Callable, ContextManager
 
 from ..cancellation import CancelReport
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
 from ..retry import Decision, RetryPolicy
 from ..wakeups import doorbell, remote
+from .strays import HeldJob as HeldJob   # prune_silent's too
+from .strays import StrayHandBack
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
 from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"
-
-class HeldJob(NamedTuple):
-    """A reserved job of a silent supervisor, as prune_silent() shows it to `spare`."""
-    job_id: int
-    worker: str              # host:pid of the child that claimed it
-    seconds_since_write: float   # since its claim or its last extension (database clock)
-
 
 def spare_none(held: HeldJob) -> bool:
     """prune_silent()'s default: every job of a silent supervisor goes back."""
@@ -91,7 +86,7 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(abc.ABC):
+class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in strays.py
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 

@@ -5,7 +5,7 @@ yet written on its behalf (write-behind).
 Functions of the children and the parent's Upkeep; each returns the jobs it
 finished, for the loop to count and tell the observers.
 """
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from ..jobs import Job, Lease
 from .children import ChildProcess, FinishedJob
@@ -92,3 +92,14 @@ def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[Finis
         upkeep.hand_back(finished.job.lease, f"{cause} before its completion was written", False)
     child.unsaved = {}
     return []
+
+
+def after_reconnection(upkeep: Upkeep, children: Iterable[ChildProcess],
+                       database_back: Callable[[], None], now: float) -> None:
+    """Once our connection came back after a loss (maybe to another host): children
+    failing at start for want of a database may start at once (database_back), and
+    the jobs reserved in our name that none of them holds go back (strays.py)."""
+    if upkeep.reconnected:
+        upkeep.reconnected = False
+        database_back()
+    upkeep.strays_when_due(now, list(children))

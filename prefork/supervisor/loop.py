@@ -294,6 +294,7 @@ class Supervisor:
                                                           now))
         self.upkeep.recover_when_due(now)
         self.upkeep.flush_hand_backs()
+        leases.after_reconnection(self.upkeep, self.children.values(), self.pool.database_back, now)
         self.upkeep.write_rollup_when_due(now)
         if self.upkeep.beat_when_due(now, self.target, lambda: self.pool.describe(now)):
             self.pool.generation += 1   # rejoined under a new id: roll the children onto it

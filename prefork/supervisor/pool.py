@@ -150,6 +150,11 @@ class Pool:
         event("restart_backoff", level=logging.WARNING, failures=self.restart_failures,
               wait_s=round(delay, 2), reason=f"children fail at start ({cause})")
 
+    def database_back(self) -> None:
+        """Our own connection came back after a loss: children failing at start for
+        want of a database may start now, not after the back-off grown meanwhile."""
+        self.restart_failures, self.next_spawn_at = 0, 0.0
+
     # -- stop and kill -----------------------------------------------------------------
 
     def stop(self, child: ChildProcess, cause: str) -> None:

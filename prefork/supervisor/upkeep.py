@@ -29,6 +29,7 @@ from .children import ChildProcess, RunningJob
 from .decisions import holder_may_run
 from .limits import SupervisorLimits
 from .rollup import Rollup, utc_minute
+from .strays import StrayChecks, spare
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
@@ -82,6 +83,8 @@ class Upkeep:
         self.next_rollup_at = 0.0   # monotonic: the next minute's start
         self.limits = SupervisorLimits()   # the limits in force here (limits.py)
         self.wakeup_address = ""   # the UDP address we listen on for rings ("": none)
+        self.strays = StrayChecks()   # after a reconnection (strays.py)
+        self.reconnected = False   # since the loop last looked: children may boot again
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -199,6 +202,19 @@ class Upkeep:
                 event("job_handed_back", job_id=lease.job_id, status=status, cause=cause,
                       charged=charge)
 
+    def strays_when_due(self, now: float, children: Sequence[ChildProcess]) -> None:
+        """After a reconnection, give back at once the jobs reserved in our name that
+        no worker of ours holds (strays.py): a failover's, not to wait out a lease."""
+        if not self.strays.due(now, self.config.heartbeat_interval):
+            return
+        kept = spare(children, [pending.lease.job_id for pending in self.pending_hand_backs],
+                     self.config.heartbeat_interval)
+        for process_id in self.strays.ids(self.process_id):
+            returned = self._with_store(lambda store: store.hand_back_strays(process_id, kept))
+            if returned:
+                event("jobs_handed_back_after_reconnect", process_id=process_id,
+                      count=len(returned), job_ids=returned)
+
     def recover_when_due(self, now: float) -> None:
         """Return expired leases (a host that vanished) every half lease, at most 30 s."""
         if now < self.next_recover_at:
@@ -251,6 +267,8 @@ class Upkeep:
 
     def _join(self, store: Store, workers: int) -> None:
         """Join the process registry (at start, and again after others pruned us)."""
+        if self.process_id:   # again: what the server holds under the old id is checked
+            self.strays.rejoined(self.process_id)
         self.process_id = store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
         listening: dict[str, Any] = {}   # Any: never taken for `level`
@@ -308,6 +326,8 @@ class Upkeep:
                 event("supervisor_db_unavailable", level=logging.WARNING,
                       error=str(exc) if isinstance(exc, UserError) else error_class(exc))
                 return False
+            self.strays.reconnected()   # maybe to another server: it may hold strays
+            self.reconnected = True
         try:
             return action(self.store)
         except driver_errors() as exc:

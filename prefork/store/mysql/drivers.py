@@ -24,7 +24,8 @@ from pymysql.constants import ER
 from ...cancellation import CancelReport
 from ...errors import NoQueueDatabase
 from ...jobs import NewJob
-from .session import error_code, redacted
+from .dsn import redacted
+from .session import error_code
 from .store import bell_key, cancel_on, enqueue_on
 
 # "Table 'jobs.prefork_jobs' doesn't exist": the database the statement looked in

@@ -359,3 +359,21 @@ PRUNE_FINISHED_RESULTS = (
 DISCARD_DEAD_RESULTS = (
     "DELETE r FROM prefork_task_results AS r JOIN prefork_jobs AS j ON j.id = r.job_id"
     " WHERE j.status = 'dead' AND j.id IN ({ids})")
+
+# --- after a reconnection: jobs reserved in a supervisor's name that none of its workers holds
+
+# Its reserved jobs, locked until the hand-back below commits: who claimed each
+# (host:pid) and how long ago its claim or last extension was written.
+STRAYS_OF = (
+    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
+    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    " WHERE status = 'reserved' AND process_id = %s FOR UPDATE")
+
+# Those of them ({ids}) given back uncharged, as RELEASE gives back a claim.
+RETURN_STRAYS = (
+    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
+    " SET status = IF(cancel_requested_at IS NULL, 'ready', 'cancelled'),"
+    " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
+    " finished_at = IF(cancel_requested_at IS NULL, NULL, UTC_TIMESTAMP(6)),"
+    " updated_at = UTC_TIMESTAMP(6), cancel_requested_at = NULL"
+    " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = %s")

@@ -1,7 +1,6 @@
-"""A MySQL/MariaDB session: the DSN, the connection with our session settings,
-and MySQLSession, the part of the MySQL store every other part builds on (the
+"""A MySQL/MariaDB session: the connection with our session settings (to a host
+of the DSN: dsn.py, hosts.py), and MySQLSession, the part of the MySQL store every other part builds on (the
 connection and the ways to run statements on it)."""
-import functools
 import math
 import random
 import ssl
@@ -10,15 +9,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 from pymysql.charset import charset_by_name
 from pymysql.constants import CLIENT, COMMAND, ER
 
 from ...config import Config
-from ...errors import DatabaseUnavailable, UserError
+from ...errors import UserError
 from ..contract import Store
+from .dsn import Address
+# Imported from here by the store's other parts and the CLI, as before dsn.py was.
+from .dsn import parse_dsn as parse_dsn
+from .dsn import redacted as redacted
+from .host_queries import SERVER_ROLE_MARIADB, SERVER_ROLE_MYSQL
+from .hosts import HostFailed, connect_first, refusal
 from .portable_queries import MYSQL_SQL_MODE
 from .schema_queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
 from .server import Flavor, Server, check_supported, dialect_for, parse_version
@@ -33,49 +37,6 @@ MULTI_STATEMENTS_ON, MULTI_STATEMENTS_OFF = 0, 1
 
 Row = tuple[Any, ...]
 Result = TypeVar("Result")
-
-
-def parse_dsn(dsn: str) -> dict[str, Any]:
-    """mysql://user@host:port/database[?unix_socket=/path] -> connect() keyword arguments."""
-    return dict(_parsed_dsn(dsn))
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed_dsn(dsn: str) -> dict[str, Any]:
-    """parse_dsn's work, once per DSN: the parent's first connect parses it, and a
-    child forked per job (--max-items 1) inherits the answer instead of running
-    urlsplit and parse_qs on its own (callers get a copy: the cache's stays as is)."""
-    parts = urlsplit(dsn)
-    if parts.scheme not in ("mysql", "mariadb"):
-        raise UserError(f"bad DSN: scheme must be mysql://, got {parts.scheme or 'none'}")
-    if parts.password is not None:
-        raise UserError("bad DSN: it must not contain a password; set PREFORK_QUEUE_DB_PASSWORD "
-                        "or db_password_file")
-    user = unquote(parts.username or "root")
-    if ":" in user:   # an encoded colon: a password smuggled past the check above
-        raise UserError("bad DSN: the user name must not contain ':' (encoded or not); set "
-                        "the password in PREFORK_QUEUE_DB_PASSWORD or db_password_file")
-    if not user.isprintable():
-        raise UserError("bad DSN: the user name must not contain control characters")
-    database = unquote(parts.path.lstrip("/"))
-    if not database or "/" in database:
-        raise UserError("bad DSN: name the database, e.g. mysql://user@127.0.0.1:3306/jobs")
-    try:
-        port = parts.port or 3306
-    except ValueError:
-        raise UserError("bad DSN: the port must be a number") from None
-    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-    unknown = set(options) - {"unix_socket"}
-    if unknown:
-        raise UserError(f"bad DSN: unknown option {sorted(unknown)[0]!r}")
-    return {"host": parts.hostname or "127.0.0.1", "port": port,
-            "user": user, "database": database,
-            "unix_socket": options.get("unix_socket")}
-
-
-def redacted(dsn_args: dict[str, Any]) -> str:
-    where = dsn_args["unix_socket"] or f"{dsn_args['host']}:{dsn_args['port']}"
-    return f"mysql://{dsn_args['user']}@{where}/{dsn_args['database']}"
 
 
 def micros(seconds: float) -> int:
@@ -189,17 +150,35 @@ _DEFAULT_TLS: list[ssl.SSLContext] = []   # _Connection's, once built
 
 
 def connect(config: Config, dsn_args: dict[str, Any],
-            password: str | None) -> tuple[_Connection, Server, Flavor]:
+            password: str | None) -> tuple[_Connection, Server, Flavor, dict[str, Any]]:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
-    transactions bounded by a lease; the server it reached and the dialect to
-    speak to it. Connection failures are one-line errors, and so is a server
-    too old for the queue or for the dialect asked for.
+    transactions bounded by a lease; the server it reached, the dialect to
+    speak to it, and the arguments of its host (parse_dsn's, for that host).
+    Connection failures are one-line errors, and so is a server too old for
+    the queue or for the dialect asked for.
+
+    Of the DSN's hosts, the first that takes the connection and may be written
+    to (hosts.py): the set-up script reads whether it may.
 
     One round trip after the login: the driver's SET NAMES and our settings in
     one script (a forked child connects once per max-items, so each round trip
     of its set-up counts; PyMySQL's own init_command would be one more)."""
     _check_sendable(password)
+    one_host = {key: value for key, value in dsn_args.items() if key != "hosts"}
+
+    def attempt(address: Address) -> tuple[_Connection, Server, Flavor]:
+        return _connect_to({**one_host, "host": address[0], "port": address[1]}, config,
+                           password)
+
+    (conn, server, dialect), (host, port) = connect_first(
+        dsn_args["hosts"], attempt, lambda listed: redacted({**dsn_args, "hosts": listed}))
+    return conn, server, dialect, {**one_host, "host": host, "port": port}
+
+
+def _connect_to(dsn_args: dict[str, Any], config: Config,
+                password: str | None) -> tuple[_Connection, Server, Flavor]:
+    """connect()'s work on one host; HostFailed (its reason) when it cannot be used."""
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
         # every value in them is still a bound parameter.
@@ -215,19 +194,22 @@ def connect(config: Config, dsn_args: dict[str, Any],
             server = parse_version(str(cast(Any, conn).get_server_info()))
             check_supported(server)
             dialect = dialect_for(server, config.dialect)
-            _set_up(conn, dialect, config)
+            refused = refusal(*_set_up(conn, server, dialect, config))
+            if refused:
+                raise HostFailed(refused)
         except BaseException:
             conn.close()
             raise
     except pymysql.err.MySQLError as exc:
-        reason = exc.args[1] if len(exc.args) > 1 else type(exc).__name__
-        raise DatabaseUnavailable(f"cannot connect to {redacted(dsn_args)}: {reason}") from None
+        raise HostFailed(exc.args[1] if len(exc.args) > 1 else type(exc).__name__) from None
     return conn, server, dialect
 
 
-def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, config: Config) -> None:
+def _set_up(conn: pymysql.connections.Connection, server: Server, dialect: Flavor,
+            config: Config) -> Row:
     """The driver's SET NAMES and our session settings, in one round trip: a script
-    of the named statements, the last one the dialect's own."""
+    of the named statements, the dialect's own among them; and the last, the
+    server's role (host_queries.py), whose row is returned."""
     statements = [SET_NAMES, SESSION_SETTINGS.format(lock_wait=int(config.lock_wait_timeout)),
                   READ_COMMITTED]
     args: tuple[int, ...] = ()
@@ -242,10 +224,17 @@ def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, config: Confi
         args = (idle_seconds(config.lease_seconds),)
     else:
         statements.append(MYSQL_SQL_MODE)
-    # The server answers every statement of the script at once; closing the
-    # cursor reads the answers after the first (and raises the error of any).
+    statements.append(SERVER_ROLE_MARIADB if server.flavor is Flavor.MARIADB
+                      else SERVER_ROLE_MYSQL)
+    # The server answers every statement of the script at once; each answer is
+    # read in turn (raising the error of any), the role's row last.
     with conn.cursor() as cursor:
         cursor.execute(";\n".join(statements), args or None)
+        while cursor.nextset():
+            pass
+        role = cursor.fetchone()
+    assert role is not None, "the role query returns one row"
+    return role
 
 
 def idle_seconds(lease_seconds: float) -> int:

@@ -2,9 +2,10 @@
 parts (session.py: the connection; lifecycle.py: claims, completions and leases;
 operations.py: the operator tables; schema.py: migrations; dashboard.py: the
 dashboard's reads and the per-minute rollup; limits.py: concurrency and rate
-limits; cancel.py: cancellation; portable.py: what the mysql dialect does its
-own way), and holds the producing and inspection of jobs itself. Every statement is named in queries.py (the mysql dialect's own in
-portable_queries.py).
+limits; cancel.py: cancellation; strays.py: jobs a failover left reserved;
+portable.py: what the mysql dialect does its own way), and holds the producing
+and inspection of jobs itself. Every statement is named in queries.py (the mysql
+dialect's own in portable_queries.py).
 
 Every queue session runs at READ COMMITTED (no gap locks for SKIP LOCKED
 scans), in UTC, with short lock waits so that a stuck lock fails a
@@ -21,6 +22,7 @@ from .bulk import enqueue_args, insert_chunks
 from .cancel import MySQLCancel
 from .cancel import cancel_on as cancel_on   # prefork.cancel()'s, beside enqueue_on
 from .dashboard import MySQLDashboard
+from .dsn import parse_dsn
 from .lifecycle import MySQLLifeCycle
 from .limits import MySQLLimits
 from .operations import MySQLOperations
@@ -37,12 +39,13 @@ from .queries import (
 )
 from .schema import MySQLSchema
 from .server import Flavor
-from .session import connect, parse_dsn
+from .strays import MySQLStrays
+from .session import connect
 from .wakeups import MySQLWakeups
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
-                 MySQLCancel, MySQLWakeups):
+                 MySQLCancel, MySQLWakeups, MySQLStrays):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""
@@ -51,7 +54,9 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = bell_key(self.dsn_args["database"])
         self.config = config
-        self.conn, self.server, self.dialect = connect(config, self.dsn_args, config.password())
+        # From here on the arguments of the host reached (a DSN may name several).
+        self.conn, self.server, self.dialect, self.dsn_args = connect(
+            config, self.dsn_args, config.password())
         if self.dialect is Flavor.MYSQL:
             # The dialect is known only once connected (auto reads the server's
             # version from the handshake), so the class is chosen here, not by

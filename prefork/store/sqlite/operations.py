@@ -29,6 +29,7 @@ from .queries import (
     REGISTER,
     REQUEST_RESTART,
     RETURN_JOBS_OF,
+    RETURN_STRAYS,
     RUNNING_PROCESSES,
     SET_PAUSED,
     SILENT,
@@ -69,6 +70,17 @@ class SQLiteOperations(SQLiteSession):
                 if cursor.rowcount == 1:
                     pruned.append((process_id, _return_jobs_of(cursor, process_id, spare)))
         return pruned
+
+    def hand_back_strays(self, process_id: int, spare: Callable[[HeldJob], bool]) -> list[int]:
+        with self._write() as cursor:
+            now = utc_now()
+            strays = [job.job_id for job in _held_jobs(cursor, process_id, now)
+                      if not spare(job)]
+            if strays:
+                ids, params = placeholders("id", strays)
+                cursor.execute(RETURN_STRAYS.format(ids=ids),
+                               {**params, "id": process_id, "now": stamp(now)})
+        return strays
 
     # -- control ---------------------------------------------------------------------
 
@@ -144,9 +156,7 @@ class SQLiteOperations(SQLiteSession):
 def _return_jobs_of(cursor: Any, process_id: int, spare: Callable[[HeldJob], bool]) -> int:
     """Return the jobs of a pruned supervisor but those spare() keeps; how many."""
     now = utc_now()
-    held = [HeldJob(job_id, worker or "", (now - datetime.fromisoformat(written)).total_seconds())
-            for job_id, worker, written in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
-    returned = [job.job_id for job in held if not spare(job)]
+    returned = [job.job_id for job in _held_jobs(cursor, process_id, now) if not spare(job)]
     if not returned:
         return 0
     ids, params = placeholders("id", returned)
@@ -154,6 +164,12 @@ def _return_jobs_of(cursor: Any, process_id: int, spare: Callable[[HeldJob], boo
                                                     "now": stamp(now),
                                                     "error": SILENT_SUPERVISOR_ERROR})
     return int(cursor.rowcount)
+
+
+def _held_jobs(cursor: Any, process_id: int, now: datetime) -> list[HeldJob]:
+    """The jobs reserved under a supervisor's id, as spare() sees them."""
+    return [HeldJob(job_id, worker or "", (now - datetime.fromisoformat(written)).total_seconds())
+            for job_id, worker, written in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
 
 
 def _stamp_ago(seconds: float) -> str:

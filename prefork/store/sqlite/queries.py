@@ -306,3 +306,14 @@ WAL_JOURNAL = "PRAGMA journal_mode = WAL"   # answers the mode now in force
 # NORMAL may lose the last transactions).
 DURABLE_COMMITS = "PRAGMA synchronous = FULL"
 DATABASE_FILE = "PRAGMA database_list"   # (seq, name, file) of each attached database
+
+# --- after a reconnection: jobs reserved in a supervisor's name that none of its workers holds
+
+# Those of JOBS_OF's ({ids}) given back uncharged, as RELEASE gives back a claim.
+RETURN_STRAYS = (
+    "UPDATE prefork_jobs"
+    " SET status = CASE WHEN cancel_requested_at IS NULL THEN 'ready' ELSE 'cancelled' END,"
+    " finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN :now END,"
+    " attempts = attempts - 1, lease_token = NULL, lease_until = NULL, locked_by = NULL,"
+    " cancel_requested_at = NULL, updated_at = :now"
+    " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = :id")
