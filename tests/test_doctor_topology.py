@@ -83,8 +83,13 @@ def test_a_galera_node_is_named_its_state_checked_and_its_reads_warned(
 
 
 def test_a_read_only_server_fails(throwaway_mariadb_factory):
-    server = throwaway_mariadb_factory("readonly", server_options=["--read-only"])
-    migrate(server)   # root may still write: a worker's account may not
+    server = throwaway_mariadb_factory("readonly")
+    migrate(server)   # on a read-only server migrate is refused, as every other writer is
+    with server.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SET GLOBAL read_only = ON")
+    refused = run_cli("status", dsn=server.dsn)
+    assert refused.returncode == DATABASE_EXIT
+    assert "it is read-only (read_only is ON)" in refused.stderr
     checks, status = doctor(server)
     assert status == DATABASE_EXIT
     assert checks["topology"][0] == "fail"

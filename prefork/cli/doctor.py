@@ -32,7 +32,7 @@ def run_doctor(config: Config) -> list[Check]:
     """The checks that apply to the configured database. A configuration that names
     no usable database (a bad DSN) is a usage error, not a check."""
     try:
-        store = open_store(config)
+        store = open_store(config, inspecting=True)   # a replica gets its reason, not "refused"
     except NoQueueDatabase as exc:    # a SQLite file without the schema, or no file
         return [Check("schema", Status.FAIL, str(exc))]
     except UserError as exc:          # unreachable, refused, too old, the wrong dialect

@@ -13,14 +13,16 @@ from ..errors import UserError
 from .contract import Store
 
 
-def open_store(config: Config, create: bool = False) -> Store:
+def open_store(config: Config, create: bool = False, inspecting: bool = False) -> Store:
     """Connect to the configured database and return its Store. create=True lets a
     SQLite store create a missing file (empty: migrate() applies the schema); a
-    MySQL database is always the administrator's to create."""
+    MySQL database is always the administrator's to create. inspecting=True (the
+    doctor's) lets a MySQL store connect to a server that must not be written to
+    (a replica, a read-only or unsynced node), so that it can say why."""
     scheme = _scheme(config)
     if scheme in ("mysql", "mariadb"):
         from .mysql.store import MySQLStore
-        return MySQLStore(config)
+        return MySQLStore(config, inspecting=inspecting)
     if scheme == "sqlite":
         from .sqlite.store import SQLiteStore
         return SQLiteStore(config, create=create)

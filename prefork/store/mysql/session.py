@@ -149,8 +149,8 @@ class _Connection(pymysql.connections.Connection):
 _DEFAULT_TLS: list[ssl.SSLContext] = []   # _Connection's, once built
 
 
-def connect(config: Config, dsn_args: dict[str, Any],
-            password: str | None) -> tuple[_Connection, Server, Flavor, dict[str, Any]]:
+def connect(config: Config, dsn_args: dict[str, Any], password: str | None,
+            inspecting: bool = False) -> tuple[_Connection, Server, Flavor, dict[str, Any]]:
     """A PyMySQL connection with our session settings: autocommit, UTC, READ
     COMMITTED (no gap locks for SKIP LOCKED scans), short lock waits, idle
     transactions bounded by a lease; the server it reached, the dialect to
@@ -159,7 +159,8 @@ def connect(config: Config, dsn_args: dict[str, Any],
     the queue or for the dialect asked for.
 
     Of the DSN's hosts, the first that takes the connection and may be written
-    to (hosts.py): the set-up script reads whether it may.
+    to (hosts.py): the set-up script reads whether it may. Inspecting (the
+    doctor), the first that takes the connection, whatever its role.
 
     One round trip after the login: the driver's SET NAMES and our settings in
     one script (a forked child connects once per max-items, so each round trip
@@ -169,15 +170,15 @@ def connect(config: Config, dsn_args: dict[str, Any],
 
     def attempt(address: Address) -> tuple[_Connection, Server, Flavor]:
         return _connect_to({**one_host, "host": address[0], "port": address[1]}, config,
-                           password)
+                           password, inspecting)
 
     (conn, server, dialect), (host, port) = connect_first(
         dsn_args["hosts"], attempt, lambda listed: redacted({**dsn_args, "hosts": listed}))
     return conn, server, dialect, {**one_host, "host": host, "port": port}
 
 
-def _connect_to(dsn_args: dict[str, Any], config: Config,
-                password: str | None) -> tuple[_Connection, Server, Flavor]:
+def _connect_to(dsn_args: dict[str, Any], config: Config, password: str | None,
+                inspecting: bool) -> tuple[_Connection, Server, Flavor]:
     """connect()'s work on one host; HostFailed (its reason) when it cannot be used."""
     try:
         # Multi-statement scripts make a claim one round trip (see queries.CLAIM);
@@ -195,7 +196,7 @@ def _connect_to(dsn_args: dict[str, Any], config: Config,
             check_supported(server)
             dialect = dialect_for(server, config.dialect)
             refused = refusal(*_set_up(conn, server, dialect, config))
-            if refused:
+            if refused and not inspecting:
                 raise HostFailed(refused)
         except BaseException:
             conn.close()

@@ -50,13 +50,13 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, inspecting: bool = False) -> None:
         self.dsn_args = parse_dsn(config.dsn)
         self.bell_key = bell_key(self.dsn_args["database"])
         self.config = config
         # From here on the arguments of the host reached (a DSN may name several).
         self.conn, self.server, self.dialect, self.dsn_args = connect(
-            config, self.dsn_args, config.password())
+            config, self.dsn_args, config.password(), inspecting)
         if self.dialect is Flavor.MYSQL:
             # The dialect is known only once connected (auto reads the server's
             # version from the handshake), so the class is chosen here, not by
