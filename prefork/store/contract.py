@@ -121,8 +121,8 @@ class Store(abc.ABC):
         Returns the list of versions applied now."""
 
     @abc.abstractmethod
-    def check_schema(self) -> None:
-        """Raise UserError unless the schema is present and current."""
+    def check_schema(self) -> list[int]:
+        """Raise UserError unless the schema is present and current; versions newer than ours."""
 
     # -- producing ----------------------------------------------------------
     @abc.abstractmethod

@@ -171,7 +171,8 @@ class Supervisor:
         deadlines += [c.deadline.at for c in self.children.values() if c.deadline]
         deadlines += [c.unsaved_since + decisions.WRITE_BEHIND_AFTER
                       for c in self.children.values() if c.unsaved]
-        if self.state is Phase.RUNNING and len(self.pool.wanted()) < self.target \
+        size = self.upkeep.heartbeat.pool_size(self.target, self.children.values())
+        if self.state is Phase.RUNNING and len(self.pool.wanted()) < size \
                 and not self.pool.probing():
             deadlines.append(self.pool.next_spawn_at)
         if self.pool.waiting():
@@ -273,8 +274,8 @@ class Supervisor:
             self.pool.back_off_restarts(status_text)
 
     def _manage(self) -> None:
-        if self.state is Phase.RUNNING:
-            self.pool.manage(self.target, self.upkeep.process_id)
+        if self.state is Phase.RUNNING:   # none started while the heartbeat fails
+            self.upkeep.heartbeat.keep(self.pool, self.target, self.upkeep.process_id)
 
     # -- periodic work -------------------------------------------------------------
 
