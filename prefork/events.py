@@ -67,6 +67,14 @@ class Event(enum.StrEnum):
                                  "the supervisor cannot reach the database; it retries")
     SUPERVISOR_DB_ERROR = ("supervisor_db_error", WARNING,
                            "a database call of the supervisor failed; it reconnects")
+    SCHEMA_NEWER = ("schema_newer", WARNING,
+                    "a newer release migrated the schema; this one runs on it until upgraded")
+    HEARTBEAT_FAILING = ("heartbeat_failing", ERROR,
+                         "the supervisor's heartbeats keep failing (why): it takes no new "
+                         "jobs, its workers finish theirs, before others may prune it")
+    HEARTBEAT_RESTORED = ("heartbeat_restored", WARNING,
+                          "a heartbeat succeeded again after failing: the supervisor takes "
+                          "jobs again")
     LEASES_NOT_EXTENDED = ("leases_not_extended", WARNING,
                            "some leases of running jobs could not be extended (lost)")
     LEASES_RECOVERED = ("leases_recovered", INFO,

@@ -4,6 +4,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from .jobs import QUEUE_PATTERN
+
 ENV_PREFIX = "PREFORK_QUEUE_"
 FILE_SECTION = "prefork-queue"
 # Named sections beside the settings: [schedule:NAME] recurring jobs and
@@ -15,6 +17,9 @@ Sections = dict[tuple[str, str], dict[str, str]]
 # A batch's jobs travel in one statement and in one message to the parent,
 # which must stay under PIPE_BUF (4096 bytes) to be written whole.
 MAX_CLAIM_BATCH = 64
+# A supervisor works at most this many queues: its list is written in each heartbeat
+# and read by every claim (one parameter a queue), so it must stay bounded.
+MAX_QUEUES = 1000
 MASK = "********"
 
 
@@ -71,8 +76,14 @@ def _word_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
 
 
 def _queue_list(text: Union[str, list[str], tuple[str, ...]]) -> list[str]:
-    """Queues in priority order: a queue listed twice is a mistake (which place counts?)."""
+    """Queues in priority order, each a name a job may carry (no job could ever be in
+    another), at most MAX_QUEUES: a queue listed twice is a mistake (which place counts?)."""
     queues = _word_list(text)
+    bad = next((queue for queue in queues if not QUEUE_PATTERN.fullmatch(queue)), None)
+    if bad is not None:
+        raise ValueError(f"invalid queue name {bad[:80]!r}: use 1-64 of A-Z a-z 0-9 _ . : -")
+    if len(queues) > MAX_QUEUES:
+        raise ValueError(f"lists {len(queues)} queues; at most {MAX_QUEUES}")
     twice = sorted({queue for queue in queues if queues.count(queue) > 1})
     if twice:
         raise ValueError(f"lists {', '.join(repr(queue) for queue in twice)} more than once")

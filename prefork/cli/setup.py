@@ -1,6 +1,7 @@
 """Setting up: migrate the schema, print a worker account's grants, show the config."""
 import argparse
 
+from .. import __version__
 from ..config import Config
 from ..settings import example_file, settings_table
 from ..errors import UserError
@@ -13,7 +14,15 @@ from .parser import command
 def migrate_command(args: argparse.Namespace, config: Config) -> None:
     store = open_store(with_django(config), create=True)
     applied = store.migrate()
-    print(f"applied versions {', '.join(map(str, applied))}" if applied else "schema is up to date")
+    newer = store.check_schema()
+    if applied:
+        print(f"applied versions {', '.join(map(str, applied))}")
+    elif newer:
+        print(f"schema is newer than prefork-queue {__version__}: version {newer[-1]} was "
+              "applied by a newer release; nothing to apply; this release still runs on it, "
+              "upgrade it on this host")
+    else:
+        print("schema is up to date")
 
 
 def _grants_arguments(parser: argparse.ArgumentParser) -> None:

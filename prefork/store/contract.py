@@ -116,8 +116,8 @@ class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in 
         Returns the list of versions applied now."""
 
     @abc.abstractmethod
-    def check_schema(self) -> None:
-        """Raise UserError unless the schema is present and current."""
+    def check_schema(self) -> list[int]:
+        """Raise UserError unless the schema is present and current; versions newer than ours."""
 
     # -- producing ----------------------------------------------------------
     @abc.abstractmethod

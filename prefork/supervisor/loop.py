@@ -20,7 +20,6 @@ import os
 import select
 import signal
 import time
-from datetime import datetime
 from typing import Any, Callable, Optional
 
 from .. import config as config_module, logs, observers, registry
@@ -84,7 +83,6 @@ class Supervisor:
         self.done = self.dead = 0
         self.next_extend_at = self.next_poll_at = 0.0
         self.listeners = Listeners()   # the doorbell and the wake-up port
-        self.restart_applied: Optional[datetime] = None   # the newest restart request acted on
         self.observers: list[observers.Observer] = []
         self.view = ObservedSupervisor(self)   # what the observers see of us
         self.title: Optional[str] = None
@@ -171,7 +169,8 @@ class Supervisor:
         deadlines += [c.deadline.at for c in self.children.values() if c.deadline]
         deadlines += [c.unsaved_since + decisions.WRITE_BEHIND_AFTER
                       for c in self.children.values() if c.unsaved]
-        if self.state is Phase.RUNNING and len(self.pool.wanted()) < self.target \
+        size = self.upkeep.heartbeat.pool_size(self.target, self.children.values())
+        if self.state is Phase.RUNNING and len(self.pool.wanted()) < size \
                 and not self.pool.probing():
             deadlines.append(self.pool.next_spawn_at)
         if self.pool.waiting():
@@ -273,8 +272,8 @@ class Supervisor:
             self.pool.back_off_restarts(status_text)
 
     def _manage(self) -> None:
-        if self.state is Phase.RUNNING:
-            self.pool.manage(self.target, self.upkeep.process_id)
+        if self.state is Phase.RUNNING:   # none started while the heartbeat fails
+            self.upkeep.heartbeat.keep(self.pool, self.target, self.upkeep.process_id)
 
     # -- periodic work -------------------------------------------------------------
 
@@ -300,15 +299,7 @@ class Supervisor:
             self.pool.generation += 1   # rejoined under a new id: roll the children onto it
         control = self.upkeep.control_when_due(now)
         if control:
-            self._apply_restart(*control[:2])
-
-    def _apply_restart(self, database_now: datetime, requested_at: Optional[datetime]) -> None:
-        """`prefork-queue restart`: each request is acted on once, when it is due."""
-        if requested_at is None or not decisions.restart_request_applies(
-                requested_at, database_now, self.restart_applied):
-            return
-        self.restart_applied = requested_at
-        self.pool.restart_started_before(requested_at, database_now)
+            self.pool.restart_on_request(*control[:2])
 
     # -- stopping and reloading -------------------------------------------------------
 

@@ -36,6 +36,7 @@ class Pool:
         self.generation = 0           # children of an older one are replaced
         self.restart_failures = 0     # failed starts in a row
         self.next_spawn_at = 0.0
+        self.restart_applied: Optional[datetime] = None   # the newest restart request acted on
         self.cancels = Cancels()   # running jobs cancelled: children told, killed past the grace
         # The DSN whose schema is known to be current, so that a new child need not
         # read it again: the parent's Upkeep checked it before the first fork. A
@@ -228,9 +229,18 @@ class Pool:
     def _may_spawn(self) -> bool:
         return time.monotonic() >= self.next_spawn_at and not self.probing()
 
+    def restart_on_request(self, database_now: datetime,
+                           requested_at: Optional[datetime]) -> None:
+        """`prefork-queue restart`: each request is acted on once, when it is due."""
+        if requested_at is None or not decisions.restart_request_applies(
+                requested_at, database_now, self.restart_applied):
+            return
+        self.restart_applied = requested_at
+        self.restart_started_before(requested_at, database_now)
+
     def restart_started_before(self, requested_at: datetime, database_now: datetime) -> None:
-        """`prefork-queue restart`: retire, one at a time, the children started before
-        the request (as the database's clock tells), not those started after it."""
+        """Retire, one at a time, the children started before the request (as the
+        database's clock tells), not those started after it."""
         retired = decisions.to_restart(list(self.children.values()), requested_at,
                                        database_now, utc_now())
         for child in retired:

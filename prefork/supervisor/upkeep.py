@@ -27,6 +27,7 @@ from ..store.contract import HeldJob, QueueFigures, Store
 from ..store.views import MinuteCounts
 from .children import ChildProcess, RunningJob
 from .decisions import holder_may_run
+from .heartbeat import HeartbeatWatch, children_text
 from .limits import SupervisorLimits
 from .rollup import Rollup, utc_minute
 from .strays import StrayChecks, spare
@@ -68,11 +69,32 @@ def process_started_at(pid: int) -> Optional[float]:
         return 0.0
 
 
+def error_text(exc: BaseException) -> str:
+    """A driver error's class and, when it has one, the server's error number (1406:
+    data too long, 1142: command denied); never its message."""
+    code = exc.args[0] if exc.args else None
+    return f"{error_class(exc)} {code}" if isinstance(code, int) else error_class(exc)
+
+
+def say_if_newer(newer: Sequence[int]) -> None:
+    """A newer release migrated the schema (these versions): we run on it, as in a rolling
+    upgrade, and say so."""
+    if newer:
+        event("schema_newer", level=logging.WARNING, version=newer[-1], release=__version__)
+
+
+def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int], why: str) -> None:
+    for job in jobs:
+        completed_now = job.lease.job_id in completed
+        event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
+              job_id=job.lease.job_id, type=job.type, why=why)
+
+
 class Upkeep:
     def __init__(self, config: Any) -> None:
         self.config = config
         store = open_store(config)   # errors here stop the start, before any fork
-        store.check_schema()
+        say_if_newer(store.check_schema())
         self.store: Optional[Store] = store   # None while the database is away
         self.retry_at = 0.0
         self.pending_hand_backs: list[HandBack] = []
@@ -85,6 +107,8 @@ class Upkeep:
         self.wakeup_address = ""   # the UDP address we listen on for rings ("": none)
         self.strays = StrayChecks()   # after a reconnection (strays.py)
         self.reconnected = False   # since the loop last looked: children may boot again
+        self.heartbeat = HeartbeatWatch(time.monotonic())   # holding: take no new jobs
+        self.last_error = ""   # why the last database call failed (heartbeat_failing says it)
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
@@ -156,7 +180,7 @@ class Upkeep:
             [job.lease for job in jobs]))
         if completed is False:
             return None
-        self._log_completions(jobs, completed, why)
+        _log_completions(jobs, completed, why)
         return set(completed)
 
     def complete_and_claim(self, jobs: Sequence[RunningJob], count: int
@@ -171,16 +195,8 @@ class Upkeep:
             process_id=self.process_id, limit=count))
         if answer is False:
             return None
-        self._log_completions(jobs, answer[0], FORKED_PER_JOB)
+        _log_completions(jobs, answer[0], FORKED_PER_JOB)
         return set(answer[0]), answer[1]
-
-    @staticmethod
-    def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int],
-                         why: str) -> None:
-        for job in jobs:
-            completed_now = job.lease.job_id in completed
-            event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
-                  job_id=job.lease.job_id, type=job.type, why=why)
 
     def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:
         """Return a dead child's job; kept and retried while the database is away."""
@@ -263,6 +279,7 @@ class Upkeep:
         """Join the process registry at start; errors here stop the start."""
         assert self.store is not None, "connected when constructed"
         self._join(self.store, workers)
+        self.heartbeat.succeeded(time.monotonic())   # the row is as fresh as a heartbeat
         self.limits.publish_when_due(self)   # before any child's first claim
 
     def _join(self, store: Store, workers: int) -> None:
@@ -284,19 +301,20 @@ class Upkeep:
         beat is due (the main loop runs many times a second)."""
         if now < self.next_beat_at:
             return False
-        self.next_beat_at = now + self.config.heartbeat_interval
-        described = children_json()
+        described = children_text(children_json())
         beat = self._with_store(lambda store: "alive" if store.heartbeat(
             self.process_id, self.config.queues, workers, described) else "pruned")
         for process_id, jobs in self._with_store(lambda store: store.prune_silent(
                 self.config.supervisor_timeout, spare=holder_still_runs)) or []:
             event("supervisor_pruned", level=logging.WARNING, process_id=process_id,
                   jobs_handed_back=jobs)
-        if beat != "pruned":
-            return False
-        event("supervisor_rejoined", level=logging.WARNING, old_process_id=self.process_id)
-        rejoined = self._with_store(lambda store: self._join(store, workers))
-        return rejoined is not False
+        rejoined = False
+        if beat == "pruned":
+            event("supervisor_rejoined", level=logging.WARNING, old_process_id=self.process_id)
+            rejoined = self._with_store(lambda store: self._join(store, workers)) is not False
+        self.next_beat_at = now + self.heartbeat.record(now, beat == "alive" or rejoined,
+                                                        self.config, self.last_error)
+        return rejoined
 
     def control_when_due(self, now: float
                          ) -> Optional[tuple[datetime, Optional[datetime], Any]]:
@@ -323,15 +341,16 @@ class Upkeep:
                 self.store = open_store(self.config)
             except (UserError,) + driver_errors() as exc:
                 self.retry_at = time.monotonic() + RETRY_INTERVAL
-                event("supervisor_db_unavailable", level=logging.WARNING,
-                      error=str(exc) if isinstance(exc, UserError) else error_class(exc))
+                self.last_error = str(exc) if isinstance(exc, UserError) else error_text(exc)
+                event("supervisor_db_unavailable", level=logging.WARNING, error=self.last_error)
                 return False
             self.strays.reconnected()   # maybe to another server: it may hold strays
             self.reconnected = True
         try:
             return action(self.store)
         except driver_errors() as exc:
-            event("supervisor_db_error", level=logging.WARNING, error=error_class(exc))
+            self.last_error = error_text(exc)
+            event("supervisor_db_error", level=logging.WARNING, error=self.last_error)
             self.close()
             self.retry_at = time.monotonic() + RETRY_INTERVAL
             return False

@@ -74,7 +74,7 @@ class MySQLSchema(MySQLSession):
         finally:
             self._one(RELEASE_MIGRATION_LOCK, (MIGRATION_LOCK,))
 
-    def check_schema(self) -> None:
+    def check_schema(self) -> list[int]:
         try:
             applied = {row[0] for row in self._all(SCHEMA_VERSIONS)}
         except pymysql.err.ProgrammingError as exc:
@@ -82,10 +82,12 @@ class MySQLSchema(MySQLSession):
                 raise NoQueueDatabase(redacted(self.dsn_args),
                                       "run migrate (as an account allowed to CREATE)") from None
             raise
-        missing = [version for version, _, _ in self.migrations() if version not in applied]
+        known = {version for version, _, _ in self.migrations()}
+        missing = sorted(known - applied)
         if missing:
             raise UserError(f"queue schema is behind (missing version {missing[0]}): "
                             "run `prefork-queue migrate`")
+        return sorted(applied - known)
 
 
 def _split_statements(sql: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pymysql.constants import SERVER_STATUS
 
-from ...wakeups.remote import PeerRows
+from ...wakeups.remote import PEER_READ_BOUNDS, PeerRows
 from .session import MySQLSession
 from .wakeup_queries import PUBLISH_WAKEUP, WAKEUP_PEERS
 
@@ -22,7 +22,7 @@ class MySQLWakeups(MySQLSession):
         self._rowcount(PUBLISH_WAKEUP, (address, process_id))
 
     def wakeup_peers(self) -> PeerRows:
-        return self._all(WAKEUP_PEERS)
+        return self._all(WAKEUP_PEERS, PEER_READ_BOUNDS)
 
 
 def peers_of(conn: Any) -> PeerRows | None:
@@ -33,7 +33,7 @@ def peers_of(conn: Any) -> PeerRows | None:
     if not autocommit and _in_transaction(conn) is not False:
         return None
     with closing(conn.cursor()) as cursor:
-        cursor.execute(WAKEUP_PEERS)
+        cursor.execute(WAKEUP_PEERS, PEER_READ_BOUNDS)
         rows = list(cursor.fetchall())
     if not autocommit:
         conn.rollback()   # the transaction our read began: it held nothing else

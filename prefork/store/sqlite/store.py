@@ -107,9 +107,6 @@ class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDash
             return set()
         return {row[0] for row in execute(SCHEMA_VERSIONS).fetchall()}
 
-    def _missing_versions(self) -> list[int]:
-        applied = self._applied_versions(self._read)
-        return [version for version, _, _ in packaged_migrations("sqlite") if version not in applied]
 
     def migrate(self) -> list[int]:
         # SQLite's DDL is transactional: the whole upgrade is one write
@@ -129,11 +126,14 @@ class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDash
                 done_now.append(version)
         return done_now
 
-    def check_schema(self) -> None:
-        missing = self._missing_versions()
+    def check_schema(self) -> list[int]:
+        applied = self._applied_versions(self._read)
+        known = {version for version, _, _ in packaged_migrations("sqlite")}
+        missing = sorted(known - applied)
         if missing:
             raise UserError(f"queue schema in {self.path} is behind (missing version "
                             f"{missing[0]}): run `prefork-queue migrate`")
+        return sorted(applied - known)
 
     # -- producing --------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 PUBLISH_WAKEUP = "UPDATE prefork_processes SET wakeup_address = :address WHERE id = :id"
 
 # The producers' read, a few seconds apart: the running supervisors that listen,
-# and their queues.
-WAKEUP_PEERS = ("SELECT wakeup_address, queues FROM prefork_processes"
-                " WHERE state = 'running' AND wakeup_address IS NOT NULL")
+# and their queues, bounded as in MySQL's (its wakeup_address is VARCHAR(100)).
+WAKEUP_PEERS = ("SELECT substr(wakeup_address, 1, 100), substr(queues, 1, :queues_text)"
+                " FROM prefork_processes WHERE state = 'running' AND wakeup_address IS NOT NULL"
+                " ORDER BY heartbeat_at DESC LIMIT :rows")

@@ -7,9 +7,12 @@ One file is one host's, but supervisors without the same-host doorbell
 import sqlite3
 from contextlib import closing
 
-from ...wakeups.remote import PeerRows
+from ...wakeups.remote import PEER_READ_BOUNDS, PeerRows
 from .session import SQLiteSession
 from .wakeup_queries import PUBLISH_WAKEUP, WAKEUP_PEERS
+
+# WAKEUP_PEERS' bounds, by name.
+BOUNDS = dict(zip(("queues_text", "rows"), PEER_READ_BOUNDS))
 
 
 class SQLiteWakeups(SQLiteSession):
@@ -17,7 +20,7 @@ class SQLiteWakeups(SQLiteSession):
         self._write_one(PUBLISH_WAKEUP, {"address": address, "id": process_id})
 
     def wakeup_peers(self) -> PeerRows:
-        with closing(self._read(WAKEUP_PEERS)) as cursor:
+        with closing(self._read(WAKEUP_PEERS, BOUNDS)) as cursor:
             return list(cursor.fetchall())
 
 
@@ -26,7 +29,7 @@ def peers_of(conn: sqlite3.Connection) -> PeerRows | None:
     while it is in a transaction (a read is left out of the application's)."""
     if conn.in_transaction:
         return None
-    with closing(conn.execute(WAKEUP_PEERS)) as cursor:
+    with closing(conn.execute(WAKEUP_PEERS, BOUNDS)) as cursor:
         rows = list(cursor.fetchall())
     if conn.in_transaction:
         conn.rollback()   # begun by our read (autocommit=False): it held nothing else
