@@ -129,6 +129,10 @@ class Event(enum.StrEnum):
                                     "the SQLite file is on a network filesystem")
     SQLITE_SHARED_BY_HOSTS = ("sqlite_shared_by_hosts", WARNING,
                               "workers of another host hold jobs of this SQLite file")
+    SQLITE_FILES_REPLACED = ("sqlite_files_replaced", WARNING,
+                             "the SQLite -wal and -shm files this process had open were "
+                             "deleted: it opened the database again (reopened), or could not "
+                             "while another of its connections held them")
     # -- the supervisor's hardening (supervisor/loop.py) ------------------------------------
     DOORBELL_UNAVAILABLE = ("doorbell_unavailable", WARNING,
                             "the doorbell's directory is unsafe or unusable: polling only")
