@@ -9,7 +9,7 @@ import os
 import sqlite3
 import subprocess
 import uuid
-from contextlib import closing
+from contextlib import closing, contextmanager
 
 import pytest
 from conftest import run_cli, wait_until
@@ -105,18 +105,26 @@ def all_done(dsn, job_ids):
     return all(row is not None and row["status"] == "done" for row in rows)
 
 
-def test_after_a_full_disk_the_workers_keep_the_files_and_see_new_jobs(queue, tmp_path):
-    """The disk fills (the supervisor's heartbeat fails, it drops its connection and
-    reconnects), then is freed: nobody deleted the -wal the idle workers hold, and
-    the three jobs enqueued after are done."""
-    dsn, database = queue
-    log = tmp_path / "tally.log"
+@contextmanager
+def running_supervisor(tmp_path, dsn, log):
+    """A supervisor of two workers that has done one job (the -wal and -shm exist and
+    every worker has read); killed at the end."""
     with supervisor_starter(tmp_path, dsn, *APP, "--workers", "2",
                             "--heartbeat-interval", "0.5", "--poll-interval", "0.5") as start:
         sup = start()
         sup.wait_event("worker_ready", count=2, timeout=60)
         first = enqueued(dsn, log, 1)
         wait_until(lambda: all_done(dsn, first), timeout=60, message="the first job done")
+        yield sup
+
+
+def test_after_a_full_disk_the_workers_keep_the_files_and_see_new_jobs(queue, tmp_path):
+    """The disk fills (the supervisor's heartbeat fails, it drops its connection and
+    reconnects), then is freed: nobody deleted the -wal the idle workers hold, and
+    the three jobs enqueued after are done."""
+    dsn, database = queue
+    log = tmp_path / "tally.log"
+    with running_supervisor(tmp_path, dsn, log) as sup:
         wal_before = inode(f"{database}-wal")
         fill(database.parent)
         assert enqueue(dsn, log).returncode != 0   # the producer sees the full disk
@@ -139,12 +147,7 @@ def test_processes_whose_wal_was_replaced_reconnect_and_say_so(queue, tmp_path):
     claim), and the jobs enqueued after are done."""
     dsn, database = queue
     log = tmp_path / "tally.log"
-    with supervisor_starter(tmp_path, dsn, *APP, "--workers", "2",
-                            "--heartbeat-interval", "0.5", "--poll-interval", "0.5") as start:
-        sup = start()
-        sup.wait_event("worker_ready", count=2, timeout=60)
-        first = enqueued(dsn, log, 1)
-        wait_until(lambda: all_done(dsn, first), timeout=60, message="the first job done")
+    with running_supervisor(tmp_path, dsn, log) as sup:
         with closing(sqlite3.connect(database)) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         for suffix in SIDE_FILES:

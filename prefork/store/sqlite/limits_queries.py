@@ -42,6 +42,10 @@ FLAG_LIVE_JOBS = (
 
 # --- the limited claim ----------------------------------------------------------------------
 
+# The published rules of the claimer's types ({types}): the ones the claim enforces.
+RULES_OF = ("SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
+            " WHERE job_type IN ({types})")
+
 # The slots taken: reserved jobs of the limited types ({types}) per group.
 RUNNING_PER_GROUP = (
     "SELECT job_type, concurrency_key, COUNT(*) FROM prefork_jobs"
