@@ -42,6 +42,9 @@ class Event(enum.StrEnum):
     LIMITS_PUBLISHED = ("limits_published", INFO,
                         "the limits in force here (at start, after a reload) were recorded in "
                         "the database: the limited job types")
+    LIMIT_REPLACED = ("limit_replaced", WARNING,
+                      "a publish replaced another supervisor's different rule for a job "
+                      "type: the one now in force on every host, and the one before")
     RESTART_REQUESTED = ("restart_requested", INFO,
                          "a `restart` request retired the workers older than it")
     RESTART_BACKOFF = ("restart_backoff", WARNING,

@@ -78,7 +78,11 @@ def test_the_concurrency_published_last_holds_for_both_supervisors(tmp_path, que
     dsn, store = queue
     log = tmp_path / "exec.log"
     with supervisor_starter(tmp_path, dsn, "--poll-interval", "0.5") as start:
-        start_both(start, tmp_path, "concurrency = 3", "concurrency = 1")
+        beta, alpha = start_both(start, tmp_path, "concurrency = 3", "concurrency = 1")
+        [replaced] = alpha.events("limit_replaced")   # alpha's log says whose rule went
+        assert (replaced["job_type"], replaced["replaced"], replaced["now"]) == \
+            (JOB_TYPE, "concurrency 3", "concurrency 1")
+        assert beta.events("limit_replaced") == []
         jobs = enqueue(store, log, 8, seconds=0.4)
         seen = sample_status_until_done(dsn, store, jobs, timeout=120)
     runs = read_runs(log)

@@ -7,20 +7,21 @@ The limited claim enforces the published rules (prefork_limits) of the types
 the claimer handles, whatever rules it declares itself. It first asks, in one
 round trip, where due limited jobs are (one read for all its queues; due.py: the
 queues and their due priorities, so that no job not yet due is read), the rules,
-and (1) how many limited jobs run per group, without locking. Then, of each such queue in turn (planner.py decides, this carries it
-out; a later queue counts (1) again): (2) read a few due limited jobs of its due
-priorities in claim order, leaving out the groups (1) found full, so that a busy
-group's backlog hides no other group's jobs, with their groups' buckets as they
-stand (when none of them has room, say their rates are spent, read up to
-READ_BOUND more without them); (3) make the rows of the groups that have none,
-autocommitted; then in one transaction (4) lock the rows of the groups a plan on
-that snapshot would start jobs of, and of a few next ones (claimers that read
-the same jobs then spread over the groups instead of all trying the first),
-skipping those another claimer holds; (5) count the running jobs and read the
-rules again, under those locks: the truth (when that leaves too little room, lock the next groups,
-a few times); (6) plan with the locked groups, those rules and the server's clock; (7) lock
-the chosen jobs by primary key, still ready, reserve them as the plain claim
-does, write the buckets that paid for them, commit.
+and (1) how many limited jobs run per group, without locking. Then, of each such
+queue in turn (planner.py decides, this carries it out; a later queue counts (1)
+again): (2) read a few due limited jobs of its due priorities in claim order,
+leaving out the groups (1) found full, so that a busy group's backlog hides no
+other group's jobs, with their groups' buckets as they stand (when none of them
+has room, say their rates are spent, read up to READ_BOUND more without them);
+(3) make the rows of the groups that have none, autocommitted; then in one
+transaction (4) lock the rows of the groups a plan on that snapshot would start
+jobs of, and of a few next ones (claimers that read the same jobs then spread
+over the groups instead of all trying the first), skipping those another
+claimer holds; (5) count the running jobs and read the rules again, under those
+locks: the truth (when that leaves too little room, lock the next groups, a few
+times); (6) plan with the locked groups, those rules and the server's clock;
+(7) lock the chosen jobs by primary key, still ready, reserve them as the plain
+claim does, write the buckets that paid for them, commit.
 """
 import functools
 import math
@@ -31,6 +32,7 @@ from typing import Any
 
 from ...jobs import Job, JobStatus
 from ...limits.planner import FIRST_TOKENS, Bucket, Plan, Waiting, plan
+from ...limits.published import log_replaced
 from ...limits.rules import Group, LimitRule, LimitUsage, stored_rule
 from ..contract import claimed_job
 from .due import Target, due_in, in_order, target_args
@@ -103,8 +105,8 @@ class MySQLLimits(MySQLSession):
         # so a write waits for the applications' open transactions that enqueued
         # such jobs (which makes their jobs flagged below). A restart with the
         # same rules waits for nobody.
-        published = {row[0]: tuple(row[1:]) for row in self._all(RULES)}
-        changed = [rule for rule in rules if published.get(rule.job_type) != _rule_values(rule)]
+        published = _rules_of(self._all(RULES))
+        changed = [rule for rule in rules if published.get(rule.job_type) != rule]
         gone = [job_type for job_type in unruled if job_type in published]
 
         def record() -> None:
@@ -116,6 +118,7 @@ class MySQLLimits(MySQLSession):
                     cursor.execute(DELETE_RULES.format(types=placeholders(len(gone))), gone)
         if changed or gone:
             self._retry_contention(record)
+            log_replaced(published, changed, gone)
         # After the rules committed: a job enqueued from now on reads them itself.
         self._flag_live_jobs(ruled, 1)
         self._flag_live_jobs(unruled, 0)

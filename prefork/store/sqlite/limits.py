@@ -20,6 +20,7 @@ from typing import Any
 from ...jobs import Job, utc_now
 from ...limits import planner
 from ...limits.planner import Bucket, Waiting
+from ...limits.published import log_replaced
 from ...limits.rules import Group, LimitRule, LimitUsage, stored_rule
 from .file import stamp, times
 from .lifecycle import SQLiteLifeCycle
@@ -32,7 +33,7 @@ from .limits_queries import (
     LIMITED_WAITING,
     LIMITED_WAITING_OUTSIDE,
     PUBLISH_LIMIT,
-    PUBLISHED_TYPES,
+    PUBLISHED_RULES,
     RULES_OF,
     RUNNING_PER_GROUP,
     SPEND_TOKENS,
@@ -48,15 +49,17 @@ class SQLiteLimits(SQLiteLifeCycle):
     def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> None:
         ruled = {rule.job_type for rule in rules}
         with self._write() as cursor:
-            published = {row[0] for row in cursor.execute(PUBLISHED_TYPES).fetchall()}
+            published = {row[0]: stored_rule(*row)
+                         for row in cursor.execute(PUBLISHED_RULES).fetchall()}
             now = stamp(utc_now())
             cursor.executemany(PUBLISH_LIMIT, [_rule_params(rule, now) for rule in rules])
-            gone = sorted((set(handled_types) & published) - ruled)
+            gone = sorted((set(handled_types) & published.keys()) - ruled)
             cursor.executemany(UNPUBLISH_LIMIT, [{"job_type": job_type} for job_type in gone])
             cursor.executemany(FLAG_LIVE_JOBS,
                                [{"job_type": job_type, "limited": 1}
-                                for job_type in sorted(ruled - published)] +
+                                for job_type in sorted(ruled - published.keys())] +
                                [{"job_type": job_type, "limited": 0} for job_type in gone])
+        log_replaced(published, rules, gone)
 
     def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
                       limit: int, process_id: int | None,

@@ -22,7 +22,7 @@ def group_placeholders(groups: Sequence[Group]) -> tuple[str, dict[str, Any]]:
 
 # --- publishing the rules ------------------------------------------------------------------
 
-PUBLISHED_TYPES = "SELECT job_type FROM prefork_limits"
+PUBLISHED_RULES = "SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
 
 PUBLISH_LIMIT = (
     "INSERT INTO prefork_limits (job_type, concurrency, rate_count, rate_seconds, updated_at)"
