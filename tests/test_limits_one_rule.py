@@ -11,6 +11,7 @@ from harness import supervisor_starter
 from limits_chaos import most_at_once, read_runs
 
 from prefork.jobs import new_job
+from prefork.limits.rules import LimitRule
 
 JOB_TYPE = "cmd.limited"
 COMMAND_SCRIPT = """#!/bin/sh
@@ -69,6 +70,25 @@ def sample_status_until_done(dsn, store, job_ids, timeout):
         return all(store.get(job_id)["status"] == "done" for job_id in job_ids)
     wait_until(done, timeout=timeout, interval=0.1, message=f"{len(job_ids)} jobs done")
     return seen
+
+
+@pytest.mark.parametrize("kind, dialect", CASES, ids=IDS, indirect=["dialect"])
+def test_a_claim_enforces_the_rule_published_last_not_its_own(queue, request, kind):
+    """A claimer that declares 3 at once, after another store published 1: one starts,
+    none while it runs, the next once it is done."""
+    _, store = queue
+    other = request.getfixturevalue("store" if kind == "mysql" else "sqlite_store")()
+    declared = {JOB_TYPE: LimitRule(JOB_TYPE, concurrency=3)}
+    store.publish_limits(list(declared.values()), [JOB_TYPE])
+    ids = [store.enqueue(new_job(JOB_TYPE)) for _ in range(4)]
+    other.publish_limits([LimitRule(JOB_TYPE, concurrency=1)], [JOB_TYPE])
+
+    def claim():
+        return store.claim_limited(["default"], "one-rule:1", 30, 4, None, declared)[0]
+    [first] = claim()
+    assert first.id == ids[0] and claim() == []
+    assert store.complete(first)
+    assert [job.id for job in claim()] == ids[1:2]
 
 
 @pytest.mark.parametrize("kind, dialect", CASES, ids=IDS, indirect=["dialect"])
