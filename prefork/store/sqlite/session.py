@@ -53,7 +53,7 @@ class SQLiteSession(Store):
                 "deleted -wal and -shm files (restart the process)")
         conn = self.conn = connect(self.path, self.busy_seconds, create, self.named)
         if side_files(self.path) is None:   # a read makes them
-            conn.execute(HAS_MIGRATIONS_TABLE).fetchall()
+            execute_when_free(conn, HAS_MIGRATIONS_TABLE, (), self.busy_seconds).fetchall()
         self.opened_files = side_files(self.path)
         return conn
 
