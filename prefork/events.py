@@ -42,6 +42,9 @@ class Event(enum.StrEnum):
     LIMITS_PUBLISHED = ("limits_published", INFO,
                         "the limits in force here (at start, after a reload) were recorded in "
                         "the database: the limited job types")
+    LIMIT_REPLACED = ("limit_replaced", WARNING,
+                      "a publish replaced another supervisor's different rule for a job "
+                      "type: the one now in force on every host, and the one before")
     RESTART_REQUESTED = ("restart_requested", INFO,
                          "a `restart` request retired the workers older than it")
     RESTART_BACKOFF = ("restart_backoff", WARNING,
@@ -137,6 +140,10 @@ class Event(enum.StrEnum):
                                     "the SQLite file is on a network filesystem")
     SQLITE_SHARED_BY_HOSTS = ("sqlite_shared_by_hosts", WARNING,
                               "workers of another host hold jobs of this SQLite file")
+    SQLITE_FILES_REPLACED = ("sqlite_files_replaced", WARNING,
+                             "the SQLite -wal and -shm files this process had open were "
+                             "deleted: it opened the database again (reopened), or could not "
+                             "while another of its connections held them")
     # -- the hosts of a MySQL DSN (store/mysql/hosts.py) and failover ------------------
     DATABASE_HOST_SKIPPED = ("database_host_skipped", WARNING,
                              "a host of the DSN cannot be used (unreachable, read-only, a "

@@ -248,8 +248,9 @@ def inline(dsn_or_config: str | Config | None = None, *, migrate: bool = True,
         stack.callback(store.close)
         if migrate:
             store.migrate()
-        # As a supervisor does: the jobs of limited types are enqueued as such.
-        store.publish_limits(list(declared_rules().values()), handled_types())
+        # As a supervisor does: the jobs of limited types are enqueued as such. Without
+        # their rates: claims enforce the published rules, and drain() waits for none.
+        store.publish_limits(list(_without_rates(declared_rules()).values()), handled_types())
         queue = InlineQueue(config, store, max_jobs, raise_on_dead)
         stack.callback(queue.client.close)
         previous = set_default_client(queue.client)

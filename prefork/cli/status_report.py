@@ -63,7 +63,8 @@ def _supervisor(process: Row, heartbeat_interval: float) -> Row:
 def limits(usage: Sequence[LimitUsage]) -> list[Row]:
     """Each limited group with jobs running or waiting: its type, concurrency key (""
     for the type's jobs without one), running, concurrency limit and rate (None: no
-    such limit), waiting (due, not started)."""
+    such limit) of the published rule, the one every supervisor's claims enforce,
+    waiting (due, not started)."""
     return [{"type": group.job_type, "key": group.key, "running": group.running,
              "limit": group.concurrency, "rate": None if group.rate is None else str(group.rate),
              "waiting": group.waiting} for group in usage]

@@ -4,7 +4,8 @@
 process handles.
 
 The supervisor publishes them (Store.publish_limits) at start and after a
-reload; each child reads them once, at its start, for its limited claims.
+reload; each child reads them once, at its start: its limited claims take jobs
+of these types, under the rules the database holds (the last published).
 """
 from .. import registry
 from ..worker import commands

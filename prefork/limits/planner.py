@@ -1,9 +1,9 @@
 """The limited claim's plan, as a function of plain values: which of the waiting
 limited jobs may start now, and what each group's token bucket holds after.
 
-Every dialect's store gathers the facts in its claim transaction (the due
-limited jobs in claim order, the groups it locked, their reserved jobs, their
-buckets, the database's clock) and carries out the answer. Nothing here
+Every dialect's store gathers the facts in its claim transaction (the published
+rules, the due limited jobs in claim order, the groups it locked, their reserved
+jobs, their buckets, the database's clock) and carries out the answer. Nothing here
 queries; tests/fast/test_limits_planner.py checks the rules alone.
 
 A slot is a reserved job: `running` is counted from the job table under the
@@ -54,11 +54,12 @@ def plan(waiting: Sequence[Waiting], rules: Mapping[str, LimitRule],
          now: datetime, limit: int) -> Plan:
     """Up to `limit` of the waiting jobs, in order, that their groups have room for.
 
-    Only groups in `locked` (whose row this claim holds) may start jobs. A job of
-    a type the claimer has no rule for is held back: it is limited in the database
-    (a newer generation or another application declared the limit), and only a
-    claimer that knows the rule may start it. (When a limit is removed,
-    publish_limits() clears `limited`, and the plain claim takes those jobs.)
+    Only groups in `locked` (whose row this claim holds) may start jobs. `rules`
+    are the published rules of the types the claimer declares limits for: a job
+    of another type is held back (another application's, whose handlers the
+    claimer may not have), and left to claimers that declare it. (When a limit is
+    removed, publish_limits() clears `limited`, and the plain claim takes those
+    jobs.)
     """
     room: dict[Group, float] = {}
     for group, bucket in locked.items():

@@ -4,7 +4,9 @@ concurrency key ('' for the jobs enqueued without one).
 
 Rules are declared in code (`@prefork.handler(..., concurrency=2, rate="100/m")`)
 or in a `[command:TYPE]` section (`concurrency = 2`, `rate = 100/m`); a bad one
-is a one-line error where it is declared.
+is a one-line error where it is declared. A supervisor publishes the rules it
+declares (prefork_limits, one row per type: the last to publish replaces the
+type's row), and every limited claim, on every host, enforces that row.
 """
 import re
 from dataclasses import dataclass
@@ -73,11 +75,24 @@ def rule_for(job_type: str, concurrency: object = None, rate: object = None) -> 
                      None if rate is None else parse_rate(rate))
 
 
+def stored_rule(job_type: str, concurrency: int | None, rate_count: int | None,
+                rate_seconds: int | None) -> LimitRule:
+    """A rule as prefork_limits holds it (a NULL: no such limit)."""
+    return LimitRule(job_type, concurrency,
+                     None if rate_count is None or rate_seconds is None
+                     else Rate(rate_count, rate_seconds))
+
+
 class LimitUsage(NamedTuple):
     """A limited group as `status`, the metrics and the dashboard show it."""
     job_type: str
     key: str                  # NO_KEY: the type's jobs without a concurrency key
     running: int              # reserved now
     waiting: int              # due and ready, not started
-    concurrency: int | None   # the published rule's
+    concurrency: int | None   # the published rule's: the one every claim enforces
     rate: Rate | None
+
+    @classmethod
+    def of(cls, rule: LimitRule, key: str, running: int, waiting: int) -> "LimitUsage":
+        """A group's usage under its type's published rule."""
+        return cls(rule.job_type, key, running, waiting, rule.concurrency, rule.rate)

@@ -8,7 +8,7 @@ say so in their result.
 """
 import abc
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from importlib import resources
 from typing import Any, Callable, ContextManager
@@ -221,12 +221,12 @@ class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in 
     @abc.abstractmethod
     def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
                       limit: int, process_id: int | None,
-                      rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
-        """Reserve up to `limit` due limited jobs (limited = 1) of these queues, in claim
-        order, that their groups have room for (planner.plan()), in one transaction
-        that holds the lock of each group it starts jobs of; skips groups another
-        claimer holds. ([Job], seconds until a rate-starved group gets its next token
-        or None). Paused queues are skipped, as claim() skips them."""
+                      job_types: Collection[str]) -> tuple[list[Job], float | None]:
+        """Reserve up to `limit` due limited jobs of these queues and types, in claim
+        order, that their groups have room for under the rules in prefork_limits (read
+        in this transaction: one per type, whatever the claimer declares); it locks each
+        group it starts jobs of, skips those others hold and paused queues. ([Job],
+        seconds until a rate-starved group's next token or None)."""
 
     @abc.abstractmethod
     def limited_ready(self, queues: Sequence[str], limit: int) -> int:

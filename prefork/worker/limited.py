@@ -41,8 +41,10 @@ class LimitedClaims:
     def __init__(self, worker: Any, rules: Optional[Mapping[str, LimitRule]] = None,
                  active: Optional[bool] = None) -> None:
         """worker: the Worker (prefork.worker.loop) whose claims these are. rules: the
-        limits it applies (None: those declared in this process). active: make
-        limited claims (None: when there are rules)."""
+        limits declared here (None: those of this process's handlers), which say
+        when to claim; a claim takes jobs of their types under the rules the
+        database holds (Store.claim_limited). active: make limited claims (None:
+        when there are rules)."""
         self.worker = worker
         self.rules = dict(declared_rules() if rules is None else rules)
         self.active = bool(self.rules) if active is None else active
@@ -122,7 +124,7 @@ class LimitedClaims:
         worker = self.worker
         jobs, retry_after = worker.store.claim_limited(
             worker.config.queues, worker.identity, worker.config.lease_seconds,
-            worker.batch_size(), worker.process_id, self.rules)
+            worker.batch_size(), worker.process_id, list(self.rules))
         self.retry_at = None if retry_after is None else \
             time.monotonic() + self._back_off(retry_after, bool(jobs))
         job: Optional[Job] = worker.take(jobs)

@@ -50,6 +50,12 @@ COUNT_RUNNING = (
     " FORCE INDEX (ix_prefork_jobs_claim) WHERE status = 'reserved' AND limited = 1"
     " GROUP BY job_type, concurrency_key")
 
+# The published rules of the claimer's types ({types}), by primary key: the ones
+# the claim enforces. Read with COUNT_RUNNING before the claim's transaction,
+# and again in it, under the groups' locks (READ COMMITTED: the latest commit).
+RULES_OF = ("SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
+            " FORCE INDEX (PRIMARY) WHERE job_type IN ({types})")
+
 # Up to a bound of the due limited jobs of one queue in claim order (queue, its
 # due priorities {levels}, queue again for the pause check, the full groups
 # {groups}, bound), without locking, with their group's bucket when its row

@@ -3,34 +3,37 @@ dialects: publishing the rules, the limited claim, and the reads of the
 supervisor's look and of `status`. A part of MySQLStore; its statements are
 named in limit_queries.py.
 
-The limited claim first asks, in one round trip, where due limited jobs are (one
-read for all its queues; due.py: the queues and their due priorities, so that no
-job not yet due is read) and (1) how many limited jobs run per group, without
-locking. Then, of each such queue in turn (planner.py decides, this carries it
-out; a later queue counts (1) again): (2) read a few due limited jobs of its due
-priorities in claim order, leaving out the groups (1) found full, so that a busy
-group's backlog hides no other group's jobs, with their groups' buckets as they
-stand (when none of them has room, say their rates are spent, read up to
-READ_BOUND more without them); (3) make the rows of the groups that have none,
-autocommitted; then in one transaction (4) lock the rows of the groups a plan on
-that snapshot would start jobs of, and of a few next ones (claimers that read
-the same jobs then spread over the groups instead of all trying the first),
-skipping those another claimer holds; (5) count the running jobs again, under
-those locks: the truth (when that leaves too little room, lock the next groups,
-a few times); (6) plan with the locked groups and the server's clock; (7) lock
-the chosen jobs by primary key, still ready, reserve them as the plain claim
-does, write the buckets that paid for them, commit.
+The limited claim enforces the published rules (prefork_limits) of the types
+the claimer handles, whatever rules it declares itself. It first asks, in one
+round trip, where due limited jobs are (one read for all its queues; due.py: the
+queues and their due priorities, so that no job not yet due is read), the rules,
+and (1) how many limited jobs run per group, without locking. Then, of each such
+queue in turn (planner.py decides, this carries it out; a later queue counts (1)
+again): (2) read a few due limited jobs of its due priorities in claim order,
+leaving out the groups (1) found full, so that a busy group's backlog hides no
+other group's jobs, with their groups' buckets as they stand (when none of them
+has room, say their rates are spent, read up to READ_BOUND more without them);
+(3) make the rows of the groups that have none, autocommitted; then in one
+transaction (4) lock the rows of the groups a plan on that snapshot would start
+jobs of, and of a few next ones (claimers that read the same jobs then spread
+over the groups instead of all trying the first), skipping those another
+claimer holds; (5) count the running jobs and read the rules again, under those
+locks: the truth (when that leaves too little room, lock the next groups, a few
+times); (6) plan with the locked groups, those rules and the server's clock;
+(7) lock the chosen jobs by primary key, still ready, reserve them as the plain
+claim does, write the buckets that paid for them, commit.
 """
 import functools
 import math
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ...jobs import Job, JobStatus
 from ...limits.planner import FIRST_TOKENS, Bucket, Plan, Waiting, plan
-from ...limits.rules import Group, LimitRule, LimitUsage, Rate
+from ...limits.published import log_replaced
+from ...limits.rules import Group, LimitRule, LimitUsage, stored_rule
 from ..contract import claimed_job
 from .due import Target, due_in, in_order, target_args
 from .due_queries import due_levels, levels
@@ -46,6 +49,7 @@ from .limit_queries import (
     LOCK_TO_FLAG,
     READ_WAITING,
     RULES,
+    RULES_OF,
     SET_LIMITED,
     UPSERT_RULE,
     WRITE_BUCKET,
@@ -65,6 +69,9 @@ LOCK_SPARE = 4         # groups locked beyond those planned: the next ones, shou
 FLAG_BATCH = 1000      # jobs (un)flagged per transaction when the rules change
 # Excludes nothing from READ_WAITING's NOT IN list (a job type is never empty).
 NO_GROUP = Group("", "")
+# What a claim counted: the running jobs per group, the published rules of its
+# types, and those types.
+Counted = tuple[Mapping[Group, int], Mapping[str, LimitRule], Sequence[str]]
 
 
 class Snapshot:
@@ -98,8 +105,8 @@ class MySQLLimits(MySQLSession):
         # so a write waits for the applications' open transactions that enqueued
         # such jobs (which makes their jobs flagged below). A restart with the
         # same rules waits for nobody.
-        published = {row[0]: tuple(row[1:]) for row in self._all(RULES)}
-        changed = [rule for rule in rules if published.get(rule.job_type) != _rule_values(rule)]
+        published = _rules_of(self._all(RULES))
+        changed = [rule for rule in rules if published.get(rule.job_type) != rule]
         gone = [job_type for job_type in unruled if job_type in published]
 
         def record() -> None:
@@ -111,6 +118,7 @@ class MySQLLimits(MySQLSession):
                     cursor.execute(DELETE_RULES.format(types=placeholders(len(gone))), gone)
         if changed or gone:
             self._retry_contention(record)
+            log_replaced(published, changed, gone)
         # After the rules committed: a job enqueued from now on reads them itself.
         self._flag_live_jobs(ruled, 1)
         self._flag_live_jobs(unruled, 0)
@@ -139,47 +147,59 @@ class MySQLLimits(MySQLSession):
 
     def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
                       limit: int, process_id: int | None,
-                      rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
+                      job_types: Collection[str]) -> tuple[list[Job], float | None]:
         jobs: list[Job] = []
         waits: list[float] = []
-        due, running = self._due_and_running(queues)
+        types = sorted(set(job_types))
+        due, running, rules = self._due_running_and_rules(queues, types)
         for number, target in enumerate(due):
             if len(jobs) >= limit:
                 break
-            if number:
-                running = self._running()   # the earlier queue's claim started some
+            if number:   # the earlier queue's claim started some
+                running, rules = self._running_and_rules(types)
             claimed, retry_after = self._claim_limited_of(
-                target, running, limit - len(jobs), (worker, lease_seconds, process_id), rules)
+                target, (running, rules, types), limit - len(jobs),
+                (worker, lease_seconds, process_id))
             jobs += claimed
             if retry_after is not None:
                 waits.append(retry_after)
         return jobs, min(waits, default=None)
 
-    def _due_and_running(self, queues: Sequence[str]
-                         ) -> tuple[list[Target], dict[Group, int]]:
+    def _due_running_and_rules(self, queues: Sequence[str], types: Sequence[str]
+                               ) -> tuple[list[Target], dict[Group, int], dict[str, LimitRule]]:
         """Where due limited jobs are, and step 1 of the first queue: the queues with
         due limited jobs, in order, each with every due priority (no cut, as
         due.targets() makes for the plain claim: this claim reads past the jobs of
         groups without room, so a cut would hide later priorities' jobs behind a full
-        group's), and the running jobs per group. One round trip."""
-        if not queues:
-            return [], {}
-        due, running = self._script_results(
-            script(due_levels(len(queues), limited=True), COUNT_RUNNING), list(queues))
-        return in_order(queues, due), _running_of(running)
+        group's), the running jobs per group and the rules of these types. One round
+        trip."""
+        if not queues or not types:
+            return [], {}, {}
+        due, running, rules = self._script_results(
+            script(due_levels(len(queues), limited=True), COUNT_RUNNING,
+                   RULES_OF.format(types=placeholders(len(types)))), [*queues, *types])
+        return in_order(queues, due), _running_of(running), _rules_of(rules)
 
-    def _claim_limited_of(self, target: Target, running: Mapping[Group, int], limit: int,
-                          claimant: Claimant, rules: Mapping[str, LimitRule]
-                          ) -> tuple[list[Job], float | None]:
+    def _running_and_rules(self, types: Sequence[str]
+                           ) -> tuple[dict[Group, int], dict[str, LimitRule]]:
+        """The running jobs per group and the published rules of these types, as they
+        are now (in a transaction: under its locks). One round trip."""
+        running, rules = self._script_results(
+            script(COUNT_RUNNING, RULES_OF.format(types=placeholders(len(types)))), types)
+        return _running_of(running), _rules_of(rules)
+
+    def _claim_limited_of(self, target: Target, counted: Counted, limit: int,
+                          claimant: Claimant) -> tuple[list[Job], float | None]:
         """Steps 2-7 of the module's docstring, for one queue and its due priorities,
-        with the running jobs counted (step 1)."""
+        with the running jobs counted and the rules read (step 1)."""
+        running, rules, _ = counted
         snapshot, waits = self._foresee(target, running, rules, limit)
         if snapshot is None:
             return [], min(waits, default=None)
         if snapshot.missing:
             self._retry_contention(functools.partial(self._ensure_groups, snapshot.missing))
         jobs, retry_after = self._retry_contention(
-            lambda: self._claim_planned(snapshot, running, rules, limit, claimant))
+            lambda: self._claim_planned(snapshot, counted, limit, claimant))
         # The groups not locked (held elsewhere) wait no longer than foreseen.
         waits += [] if retry_after is None else [retry_after]
         return jobs, min(waits, default=None)
@@ -217,16 +237,12 @@ class MySQLLimits(MySQLSession):
         with self.conn.cursor() as cursor:
             cursor.executemany(ENSURE_GROUP, [(*group, FIRST_TOKENS) for group in sorted(groups)])
 
-    def _running(self) -> dict[Group, int]:
-        return _running_of(self._all(COUNT_RUNNING))
-
-    def _claim_planned(self, snapshot: Snapshot, running: Mapping[Group, int],
-                       rules: Mapping[str, LimitRule], limit: int,
+    def _claim_planned(self, snapshot: Snapshot, counted: Counted, limit: int,
                        claimant: Claimant) -> tuple[list[Job], float | None]:
         """Steps 4-7: one transaction."""
         self.conn.begin()
         try:
-            locked, running, now = self._lock_groups(snapshot, running, rules, limit)
+            locked, (running, rules, _), now = self._lock_groups(snapshot, counted, limit)
             chosen = plan(snapshot.waiting, rules, locked, running, now, limit)
             if not chosen.job_ids:
                 self.conn.commit()
@@ -244,14 +260,15 @@ class MySQLLimits(MySQLSession):
             raise
         return [claimed_job(row[:-1], row[-1], self) for row in rows], chosen.retry_after
 
-    def _lock_groups(self, snapshot: Snapshot, running: Mapping[Group, int],
-                     rules: Mapping[str, LimitRule], limit: int
-                     ) -> tuple[dict[Group, Bucket], Mapping[Group, int], datetime]:
+    def _lock_groups(self, snapshot: Snapshot, counted: Counted, limit: int
+                     ) -> tuple[dict[Group, Bucket], Counted, datetime]:
         """Lock the rows of the groups a plan on the snapshot starts jobs of, and count
-        the running jobs again under those locks: the truth. When another claimer
-        holds some of them, or the count leaves some without room (a claimer that
-        just committed filled them), plan again with the next groups, a few times:
-        (the locked groups' buckets, the running jobs counted, the server's clock)."""
+        the running jobs and read the rules again under those locks: the truth. When
+        another claimer holds some of them, or the count leaves some without room (a
+        claimer that just committed filled them), plan again with the next groups, a
+        few times: (the locked groups' buckets, (the running jobs counted, the rules,
+        the types), the server's clock). No group locked: nothing may start."""
+        running, rules, types = counted
         locked: dict[Group, Bucket] = {}
         held_elsewhere: set[Group] = set()
         now = snapshot.now
@@ -270,11 +287,11 @@ class MySQLLimits(MySQLSession):
                     locked[Group(job_type, key)] = Bucket(float(tokens), refilled_at)
                     now = clock
             held_elsewhere |= set(wanted) - set(locked)
-            running = self._running()
+            running, rules = self._running_and_rules(types)
             starting = plan(snapshot.waiting, rules, locked, running, now, limit)
             if len(starting.job_ids) >= min(limit, len(tentative.job_ids)):
                 break
-        return locked, running, now
+        return locked, (running, rules, types), now
 
     def _reserve_started(self, started: Plan, claimant: Claimant) -> list[Row]:
         """Reserve the started jobs as the plain claim does, write the buckets that
@@ -311,11 +328,10 @@ class MySQLLimits(MySQLSession):
         return limit * (len(due) - len(few)) + sum(int(rows[0][0]) for rows in counts)
 
     def limit_usage(self) -> list[LimitUsage]:
-        rules = {job_type: (concurrency, None if count is None else Rate(count, seconds))
-                 for job_type, concurrency, count, seconds in self._all(RULES)}
+        rules = _rules_of(self._all(RULES))
         if not rules:
             return []
-        return [LimitUsage(job_type, key, int(running), int(waiting), *rules[job_type])
+        return [LimitUsage.of(rules[job_type], key, int(running), int(waiting))
                 for job_type, key, running, waiting
                 in self._all(LIMIT_USAGE.format(types=placeholders(len(rules))), list(rules))]
 
@@ -331,6 +347,11 @@ def _concurrency(rules: Mapping[str, LimitRule], group: Group) -> float:
     """The group's concurrency limit; infinite without one."""
     rule = rules.get(group.job_type)
     return math.inf if rule is None or rule.concurrency is None else rule.concurrency
+
+
+def _rules_of(rows: Iterable[Row]) -> dict[str, LimitRule]:
+    """{type: rule} of RULES' (or RULES_OF's) rows."""
+    return {row[0]: stored_rule(*row) for row in rows}
 
 
 def _running_of(rows: Iterable[Row]) -> dict[Group, int]:

@@ -32,6 +32,8 @@ NETWORK_FILESYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
     "davfs", "fuse.sshfs", "fuse.glusterfs", "fuse.s3fs", "fuse.rclone", "fuse.cephfs"})
 
+SIDE_FILE_SUFFIXES = ("-wal", "-shm")   # WAL mode's files beside the database file
+
 _WARNED: set[Hashable] = set()
 
 # A statement's parameters: named (a mapping) or positional.
@@ -150,6 +152,38 @@ def connect(path: str, busy_seconds: float, create: bool, named: str) -> sqlite3
     if mode.lower() != "wal":
         warn_once(("journal", path), "sqlite_wal_unavailable", path=path, journal_mode=mode)
     return conn
+
+
+def side_files(path: str) -> tuple[tuple[int, int], ...] | None:
+    """Which -wal and -shm files the database has now: their (device, inode), or
+    None when either is missing (not in WAL mode, or not yet made). While a
+    connection is open they stay the same files: only the last connection to
+    close deletes them, so other ones mean this connection's were deleted."""
+    try:
+        return tuple((stat.st_dev, stat.st_ino) for stat in
+                     (os.stat(path + suffix) for suffix in SIDE_FILE_SUFFIXES))
+    except FileNotFoundError:
+        return None
+
+
+def holds_deleted_side_files(path: str) -> bool:
+    """Does this process hold a deleted -wal or -shm of this database open (Linux's
+    /proc/self/fd; False where there is none)? Then another of its connections
+    still uses them, and SQLite would give a connection opened now that one's
+    -shm (it keeps one per database file and process) beside the new -wal."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    real = os.path.realpath(path)
+    deleted = {f"{real}{suffix} (deleted)" for suffix in SIDE_FILE_SUFFIXES}
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") in deleted:
+                return True
+        except OSError:   # closed meanwhile (the listing's own descriptor)
+            continue
+    return False
 
 
 def _create_private(path: str) -> None:

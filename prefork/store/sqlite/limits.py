@@ -2,16 +2,17 @@
 waits on them. A part of SQLiteStore; statements are named in limits_queries.py.
 
 The limited claim is one BEGIN IMMEDIATE transaction: it holds the database's
-one write lock from its first read, so the slots it counts (the groups'
-reserved jobs), the buckets it reads and the jobs it reserves are what every
-other claimer sees after it. No row needs a lock of its own, so a group's row
+one write lock from its first read, so the rules it enforces (the published
+ones, prefork_limits, of the types the claimer handles), the slots it counts
+(the groups' reserved jobs), the buckets it reads and the jobs it reserves are
+what every other claimer sees after it. No row needs a lock of its own, so a group's row
 (prefork_limit_groups) is read only for its bucket, when its type has a rate;
 a group without one gets its row when it first starts a job (prune_processes()
 removes the rows of groups long unused).
 """
 import sqlite3
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import closing
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,8 @@ from typing import Any
 from ...jobs import Job, utc_now
 from ...limits import planner
 from ...limits.planner import Bucket, Waiting
-from ...limits.rules import Group, LimitRule, LimitUsage, Rate
+from ...limits.published import log_replaced
+from ...limits.rules import Group, LimitRule, LimitUsage, stored_rule
 from .file import stamp, times
 from .lifecycle import SQLiteLifeCycle
 from .limits_queries import (
@@ -31,7 +33,8 @@ from .limits_queries import (
     LIMITED_WAITING,
     LIMITED_WAITING_OUTSIDE,
     PUBLISH_LIMIT,
-    PUBLISHED_TYPES,
+    PUBLISHED_RULES,
+    RULES_OF,
     RUNNING_PER_GROUP,
     SPEND_TOKENS,
     UNPUBLISH_LIMIT,
@@ -46,22 +49,24 @@ class SQLiteLimits(SQLiteLifeCycle):
     def publish_limits(self, rules: Sequence[LimitRule], handled_types: Sequence[str]) -> None:
         ruled = {rule.job_type for rule in rules}
         with self._write() as cursor:
-            published = {row[0] for row in cursor.execute(PUBLISHED_TYPES).fetchall()}
+            published = {row[0]: stored_rule(*row)
+                         for row in cursor.execute(PUBLISHED_RULES).fetchall()}
             now = stamp(utc_now())
             cursor.executemany(PUBLISH_LIMIT, [_rule_params(rule, now) for rule in rules])
-            gone = sorted((set(handled_types) & published) - ruled)
+            gone = sorted((set(handled_types) & published.keys()) - ruled)
             cursor.executemany(UNPUBLISH_LIMIT, [{"job_type": job_type} for job_type in gone])
             cursor.executemany(FLAG_LIVE_JOBS,
                                [{"job_type": job_type, "limited": 1}
-                                for job_type in sorted(ruled - published)] +
+                                for job_type in sorted(ruled - published.keys())] +
                                [{"job_type": job_type, "limited": 0} for job_type in gone])
+        log_replaced(published, rules, gone)
 
     def claim_limited(self, queues: Sequence[str], worker: str, lease_seconds: float,
                       limit: int, process_id: int | None,
-                      rules: Mapping[str, LimitRule]) -> tuple[list[Job], float | None]:
+                      job_types: Collection[str]) -> tuple[list[Job], float | None]:
         with self._write() as cursor:
             now = utc_now()
-            claim = _LimitedClaim(cursor, rules, now)
+            claim = _LimitedClaim(cursor, _published(cursor, job_types), now)
             for queue in dict.fromkeys(queues):   # a queue listed twice is read once
                 if len(claim.chosen) >= limit:
                     break
@@ -78,10 +83,8 @@ class SQLiteLimits(SQLiteLifeCycle):
 
     def limit_usage(self) -> list[LimitUsage]:
         with closing(self._read(LIMIT_USAGE, {"now": stamp(utc_now())})) as cursor:
-            return [LimitUsage(job_type, key, int(running), int(waiting), concurrency,
-                               None if rate_count is None else Rate(rate_count, rate_seconds))
-                    for job_type, key, running, waiting, concurrency, rate_count, rate_seconds
-                    in cursor.fetchall()]
+            return [LimitUsage.of(stored_rule(job_type, *rule), key, int(running), int(waiting))
+                    for job_type, key, running, waiting, *rule in cursor.fetchall()]
 
 
 class _LimitedClaim:
@@ -160,6 +163,16 @@ class _LimitedClaim:
         tokens, refilled_at = self.cursor.execute(BUCKET, key).fetchone()
         self.buckets[group] = Bucket(float(tokens), datetime.fromisoformat(refilled_at))
         return self.buckets[group]
+
+
+def _published(cursor: sqlite3.Cursor, job_types: Collection[str]) -> dict[str, LimitRule]:
+    """The published rules of these types, read under the write lock: what every
+    claimer enforces (a type without one here starts nothing)."""
+    if not job_types:
+        return {}
+    names, params = placeholders("type", sorted(job_types))
+    return {row[0]: stored_rule(*row)
+            for row in cursor.execute(RULES_OF.format(types=names), params).fetchall()}
 
 
 def _running(cursor: sqlite3.Cursor, rules: Mapping[str, LimitRule]) -> Counter[Group]:

@@ -22,7 +22,7 @@ def group_placeholders(groups: Sequence[Group]) -> tuple[str, dict[str, Any]]:
 
 # --- publishing the rules ------------------------------------------------------------------
 
-PUBLISHED_TYPES = "SELECT job_type FROM prefork_limits"
+PUBLISHED_RULES = "SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
 
 PUBLISH_LIMIT = (
     "INSERT INTO prefork_limits (job_type, concurrency, rate_count, rate_seconds, updated_at)"
@@ -41,6 +41,10 @@ FLAG_LIVE_JOBS = (
     " WHERE status IN ('ready', 'reserved') AND job_type = :job_type AND limited <> :limited")
 
 # --- the limited claim ----------------------------------------------------------------------
+
+# The published rules of the claimer's types ({types}): the ones the claim enforces.
+RULES_OF = ("SELECT job_type, concurrency, rate_count, rate_seconds FROM prefork_limits"
+            " WHERE job_type IN ({types})")
 
 # The slots taken: reserved jobs of the limited types ({types}) per group.
 RUNNING_PER_GROUP = (

@@ -1,6 +1,15 @@
 """SQLiteSession: the part of the SQLite store every other part builds on. It owns
 one connection in the process that opened it, and runs every write as one BEGIN
-IMMEDIATE transaction and every read with the same bound on a busy lock."""
+IMMEDIATE transaction and every read with the same bound on a busy lock.
+
+Each transaction first checks that the database's -wal and -shm files are still
+the ones its connection opened (file.side_files(): two stat calls). Another
+process that closes the database believing it is the last one deletes them (or
+an operator does), and the next one to open it makes new ones; a connection on
+the deleted ones reads and writes files nobody else sees, so it is opened again,
+and the event `sqlite_reconnected` says so. Not while another connection of this
+process still holds the deleted ones: the new one would share its -shm, so the
+store refuses to open (a driver error: a worker exits and is replaced)."""
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -8,26 +17,65 @@ from contextlib import closing, contextmanager
 from typing import Any
 
 from ...jobs import utc_now
+from ...events import Event
+from ...logs import event
 from ..contract import Store
-from .file import Params, decode_times, execute_when_free, times
-from .queries import BEGIN_WRITE, COMMIT, ROLLBACK
+from .file import (
+    Params,
+    connect,
+    decode_times,
+    execute_when_free,
+    holds_deleted_side_files,
+    side_files,
+    times,
+)
+from .queries import BEGIN_WRITE, COMMIT, HAS_MIGRATIONS_TABLE, ROLLBACK
 
-# Connections inherited over a fork and abandoned: kept referenced so that
-# they are never finalized (closed) in a process that did not open them.
+# Connections inherited over a fork inside a transaction of another thread of the
+# parent, and abandoned: kept referenced, never finalized in this process (closing
+# one needs the mutex that thread held at the fork).
 _ABANDONED: list[sqlite3.Connection] = []
 
 
 class SQLiteSession(Store):
     path: str
+    named: str          # the DSN as given, for messages (file.where())
     busy_seconds: float
     owner_pid: int
     conn: sqlite3.Connection | None
+    opened_files: tuple[tuple[int, int], ...] | None   # file.side_files() when opened
+
+    def _open(self, create: bool = False) -> sqlite3.Connection:
+        if holds_deleted_side_files(self.path):
+            self.conn = None
+            raise sqlite3.OperationalError(
+                f"cannot open {self.path}: another connection of this process uses its "
+                "deleted -wal and -shm files (restart the process)")
+        conn = self.conn = connect(self.path, self.busy_seconds, create, self.named)
+        if side_files(self.path) is None:   # a read makes them
+            execute_when_free(conn, HAS_MIGRATIONS_TABLE, (), self.busy_seconds).fetchall()
+        self.opened_files = side_files(self.path)
+        return conn
 
     def _connection(self) -> sqlite3.Connection:
         if self.conn is None or os.getpid() != self.owner_pid:
             raise RuntimeError(f"SQLite store for {self.path} used outside the process that "
                                "opened it (or after close): open one store per process")
-        return self.conn
+        if self.conn.in_transaction or side_files(self.path) == self.opened_files:
+            return self.conn
+        if self.opened_files is None:   # made since (a new file): ours
+            self.opened_files = side_files(self.path)
+            return self.conn
+        # Checked before each transaction: this store wrote nothing through the deleted
+        # files since they went, so closing them copies nothing into the database.
+        self.conn.close()
+        try:
+            conn = self._open()
+        except sqlite3.OperationalError:
+            event(Event.SQLITE_FILES_REPLACED, path=self.path, reopened=False)
+            raise
+        event(Event.SQLITE_FILES_REPLACED, path=self.path, reopened=True)
+        return conn
 
     def close(self) -> None:
         if os.getpid() != self.owner_pid:
@@ -37,8 +85,19 @@ class SQLiteSession(Store):
             self.conn = None
 
     def abandon(self) -> None:
+        """In a forked child: close the parent's connection here. SQLite keeps, per
+        process and file, a record of the locks its connections hold; the fork's copy
+        says the parent's locks are this process's, and a connection the child opens
+        while that record lives takes none of its own, so whoever closes the file
+        next may believe it is the last one and delete the -wal and -shm the child
+        uses. The close does not touch the files: checkpointing or deleting them on
+        close needs the exclusive lock, which the parent's shared one (held while its
+        connection is open) keeps the child from taking."""
         if self.conn is not None:
-            _ABANDONED.append(self.conn)
+            if self.conn.in_transaction:
+                _ABANDONED.append(self.conn)
+            else:
+                self.conn.close()
             self.conn = None
 
     @contextmanager

@@ -24,7 +24,8 @@ How the store contract holds on SQLite:
   fixed-width UTC text to the microsecond, so text order is time order.
   get() and dead_jobs() return naive UTC datetimes, as the MySQL store does.
 - A connection never crosses a fork: a store opened before a fork must be
-  abandon()ed in the child, which then opens its own.
+  abandon()ed in the child (which closes the parent's connection there, see
+  session.py), before the child opens its own.
 """
 import os
 import sqlite3
@@ -39,7 +40,6 @@ from ...jobs import JobStatus, NewJob, utc_now
 from ...limits.rules import NO_KEY
 from ..contract import JobRow, QueueFigures, packaged_migrations, queue_figures
 from .file import (
-    connect,
     network_filesystem,
     parse_dsn,
     run_at_utc,
@@ -86,7 +86,9 @@ class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDash
                       "filesystem: use a local disk, or MySQL for more than one host")
         self.bell_key = _bell_key(self.path)
         self.owner_pid = os.getpid()
-        self.conn = connect(self.path, self.busy_seconds, create, where(config.dsn, self.path))
+        self.named = where(config.dsn, self.path)
+        self.conn = None
+        self._open(create)
         if not create:   # a created or migrating file may have no jobs table yet
             self._warn_if_shared_with_other_hosts()
 
