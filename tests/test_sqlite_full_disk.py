@@ -106,11 +106,12 @@ def all_done(dsn, job_ids):
 
 
 @contextmanager
-def running_supervisor(tmp_path, dsn, log):
+def running_supervisor(tmp_path, dsn, log, heartbeat_interval=0.5):
     """A supervisor of two workers that has done one job (the -wal and -shm exist and
     every worker has read); killed at the end."""
     with supervisor_starter(tmp_path, dsn, *APP, "--workers", "2",
-                            "--heartbeat-interval", "0.5", "--poll-interval", "0.5") as start:
+                            "--heartbeat-interval", str(heartbeat_interval),
+                            "--poll-interval", "0.5") as start:
         sup = start()
         sup.wait_event("worker_ready", count=2, timeout=60)
         first = enqueued(dsn, log, 1)
@@ -124,7 +125,10 @@ def test_after_a_full_disk_the_workers_keep_the_files_and_see_new_jobs(queue, tm
     the three jobs enqueued after are done."""
     dsn, database = queue
     log = tmp_path / "tally.log"
-    with running_supervisor(tmp_path, dsn, log) as sup:
+    # Heartbeats 5 s apart: one fails on the full disk, the next succeeds well before
+    # the supervisor would hold (stop its workers), so the same workers must see the
+    # new jobs through the files they already hold.
+    with running_supervisor(tmp_path, dsn, log, heartbeat_interval=5) as sup:
         wal_before = inode(f"{database}-wal")
         fill(database.parent)
         assert enqueue(dsn, log).returncode != 0   # the producer sees the full disk
