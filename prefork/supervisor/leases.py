@@ -73,8 +73,10 @@ def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],
 
 
 def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[FinishedJob]:
-    """After a child's death: its running job goes back (charged unless we said
-    otherwise), its held jobs too (never started: not their fault), and its
+    """After a child's death: its running job goes back, charged unless we killed the
+    child to stop it (so --max-crashes bounds the forks any job may cost: a crash, an
+    exit, os._exit(), a database error), its held jobs too (never started: not their
+    fault, uncharged), and its
     unsaved completions are written (or, with the database away, their jobs go
     back to run again). Returns the unsaved jobs written."""
     if child.job is not None:

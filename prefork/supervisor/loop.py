@@ -32,7 +32,7 @@ from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
 from ..wakeups.listening import Listeners
 from ..wakeups.waker import Waker
-from . import child as child_module, decisions, leases, startup
+from . import decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
 from .pool import Pool
 from .protocol import Ready
@@ -253,8 +253,6 @@ class Supervisor:
 
     def _child_exited(self, child: ChildProcess, status: int) -> None:
         status_text = describe_status(status)
-        if status_text == f"exit code {child_module.FATAL_EXIT}":
-            child.charge_job = False   # the database failed the worker, not the job
         if child.job is not None and child.charge_job:   # a failed attempt, for the rollup
             self.upkeep.rollup.crash(child.job, self.upkeep.process_id)
         self._jobs_finished(self.pool.cancels.child_exited(self.upkeep, child))

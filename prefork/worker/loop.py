@@ -9,7 +9,7 @@ import signal
 import time
 from collections import deque
 from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 from .. import registry
 from ..errors import CommandFailed, JobCancelled, JobTimeout, LeaseLost, QuickStop, RejectedJob
@@ -21,6 +21,7 @@ from ..wakeups.waker import Waker
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
+from .listener import QuietListener, WorkerListener
 
 FIRST_IDLE_SLEEP = 0.05
 
@@ -34,45 +35,6 @@ def set_around_job(scope: Optional[JobScope]) -> None:
     """Run every handler inside scope(job) from now on (None: nothing around it)."""
     global _around_job
     _around_job = scope
-
-
-class WorkerListener(Protocol):
-    """What a worker reports as it goes, so that its owner can mirror it (the
-    supervisor's child: its title and the pipe to the parent)."""
-
-    def busy(self, job: Job) -> None:
-        """About to run this job (reported first: the parent must know what we run)."""
-
-    def held(self, leases: Sequence[Lease]) -> None:
-        """Claimed in a batch and not started: the whole list, replacing the last one."""
-
-    def waiting(self) -> None:
-        """No job ready: about to sleep until woken (or to say so again)."""
-
-    def idle(self, outcome: Outcome) -> None:
-        """The job just run ended with this outcome."""
-
-    def saved(self, lost: Sequence[int]) -> None:
-        """The unsaved completions were written; these job ids had lost their lease."""
-
-
-class QuietListener:
-    """The listener of a worker nobody watches (`prefork-queue work`)."""
-
-    def busy(self, job: Job) -> None:
-        pass
-
-    def held(self, leases: Sequence[Lease]) -> None:
-        pass
-
-    def waiting(self) -> None:
-        pass
-
-    def idle(self, outcome: Outcome) -> None:
-        pass
-
-    def saved(self, lost: Sequence[int]) -> None:
-        pass
 
 
 class Worker:
@@ -265,14 +227,19 @@ class Worker:
         started = self.clock.start()
         try:
             self.run_handler(job)
-        except Exception as exc:  # a handler's failure is the job's, not the worker's
-            self.time_job(started)
+        except QuickStop as exc:
+            if self.quick_stopping:
+                return self.release_interrupted(job), None, False
+            self.time_job(started)   # the handler's own raise, not our stop: its failure
             return self.record_handler_error(job, exc), None, False
-        except QuickStop:
-            return self.release_interrupted(job), None, False
         except JobCancelled:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
+        except BaseException as exc:
+            # A handler's failure is the job's, not the worker's: sys.exit(),
+            # KeyboardInterrupt or a stray GeneratorExit too (the worker goes on).
+            self.time_job(started)
+            return self.record_handler_error(job, exc), None, False
         self.time_job(started)
         if job.finished:
             self.log_completed(job, time.monotonic() - started)
@@ -317,7 +284,7 @@ class Worker:
         if seconds > HOLD_BUDGET:
             self.release_held()
 
-    def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
+    def record_handler_error(self, job: Job, exc: BaseException) -> Outcome:
         """Record a failure as the job type's retry rules decide: the error as the
         error_detail setting says (our own messages as they are), and in the log
         where it was raised."""
