@@ -99,7 +99,8 @@ class Supervisor:
         """Run until drained; returns the process exit status."""
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         wakeup_address = self.listeners.open_port(self.config.wakeup_bind)   # or a bad bind
-        self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
+        # Errors here stop the start, before any fork.
+        self.upkeep = Upkeep(self.config, self.pool.pulse)
         self.upkeep.wakeup_address = wakeup_address
         startup.defer_stops()   # a stop from here on must not cut the registry insert short
         self.upkeep.register(self.target)
@@ -253,6 +254,8 @@ class Supervisor:
 
     def _child_exited(self, child: ChildProcess, status: int) -> None:
         status_text = describe_status(status)
+        if child.job is not None and self.pool.pulse.silent(self.config):
+            child.charge_job = False   # we were silent: it gave its job up (parent_pulse.py)
         if child.job is not None and child.charge_job:   # a failed attempt, for the rollup
             self.upkeep.rollup.crash(child.job, self.upkeep.process_id)
         self._jobs_finished(self.pool.cancels.child_exited(self.upkeep, child))

@@ -74,6 +74,8 @@ class Worker:
         self.listener: WorkerListener = listener or QuietListener()
         self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
         self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
+        # Asked before each claim (a child's parent silent: no. See parent_pulse.py).
+        self.may_claim: Callable[[], bool] = lambda: True
         # Given a job the parent claimed (a child forked per job): the parent writes
         # its completion when it simply succeeds, so the child need not connect.
         self.parent_completes = False
@@ -104,7 +106,8 @@ class Worker:
                 or bool(should_retire and should_retire())
 
         def chain_next() -> bool:
-            return not (self.stopping or enough() or self.limited.first_due())
+            return not (self.stopping or enough() or self.limited.first_due()) \
+                and self.may_claim()
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -138,6 +141,8 @@ class Worker:
         """A held job, else a claimed one (plain: may make a plain claim)."""
         if self.held:
             return self.held.popleft()
+        if not self.may_claim():
+            return None
         return self.limited.claim_with(self.claim_plain if plain else None)
 
     def claim_plain(self) -> Optional[Job]:
@@ -227,17 +232,12 @@ class Worker:
         started = self.clock.start()
         try:
             self.run_handler(job)
-        except QuickStop as exc:
-            if self.quick_stopping:
-                return self.release_interrupted(job), None, False
-            self.time_job(started)   # the handler's own raise, not our stop: its failure
-            return self.record_handler_error(job, exc), None, False
         except JobCancelled:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
-        except BaseException as exc:
-            # A handler's failure is the job's, not the worker's: sys.exit(),
-            # KeyboardInterrupt or a stray GeneratorExit too (the worker goes on).
+        except BaseException as exc:   # the job's failure, not the worker's: sys.exit() too
+            if isinstance(exc, QuickStop) and self.quick_stopping:   # else the handler's own
+                return self.release_interrupted(job), None, False
             self.time_job(started)
             return self.record_handler_error(job, exc), None, False
         self.time_job(started)
