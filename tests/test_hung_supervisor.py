@@ -19,7 +19,9 @@ import pytest
 from conftest import APPS, wait_until
 from harness import SupervisorProcess, process_gone
 
+from prefork import config as config_module
 from prefork.jobs import new_job
+from prefork.worker.parent_pulse import ParentPulse, SilenceLimits
 
 HOST = "beta-host"
 SECONDS = 12
@@ -112,3 +114,38 @@ def test_a_frozen_supervisors_job_never_runs_beside_its_rerun(kind, tmp_path, mi
         beta.kill_all()
         if alpha is not None:
             alpha.kill_all()
+
+
+@pytest.mark.parametrize("interval, timeout, lease", [(5, 30, 60), (1, 6, 60), (0.3, 2, 2),
+                                                      (1, 600, 2)])
+def test_the_limits_leave_a_margin_before_the_prune_and_the_lease(interval, timeout, lease):
+    """A child acts after a heartbeat's interval (no alarm between two beats) and is
+    done with a stubborn handler (at most a look, half a grace, half a grace after it
+    acted) before the prune, and before any lease can run out (two thirds of it after
+    the last pass of extension, which comes every third)."""
+    limits = SilenceLimits.of(config_module.load(
+        {"heartbeat_interval": str(interval), "supervisor_timeout": str(timeout),
+         "lease_seconds": str(lease)}, environ={}))
+    worst = 1.5 * limits.grace
+    assert interval < limits.beat and limits.beat + worst < timeout, limits
+    assert lease / 3 < limits.lease and limits.lease + worst < 2 * lease / 3, limits
+
+
+def test_the_pulse_is_shared_with_a_forked_child():
+    """What the parent stamps after the fork, the child reads (a shared mapping)."""
+    pulse = ParentPulse()
+    read_fd, write_fd = os.pipe()
+    go_fd, ready_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(go_fd, 1)
+        os.write(write_fd, repr(pulse.stamps()).encode())
+        os._exit(0)
+    pulse.beat(123.5)
+    pulse.extended(456.25)
+    os.write(ready_fd, b"x")
+    seen = os.read(read_fd, 100).decode()
+    os.waitpid(pid, 0)
+    for fd in (read_fd, write_fd, go_fd, ready_fd):
+        os.close(fd)
+    assert seen == "(123.5, 456.25)"
