@@ -170,7 +170,7 @@ class Worker:
         """Write the completions not yet saved, then give back claimed, unstarted
         jobs with their attempts restored."""
         if self.unsaved:
-            self.save_completions(self.store.complete_many(self.leases(self.unsaved)))
+            self.save_completions(self.store.complete_many(leases_of(self.unsaved)))
         if not self.held:
             return
         held = list(self.held)
@@ -187,20 +187,11 @@ class Worker:
         lost = [job.id for job, _ in self.unsaved if job.id not in completed_ids]
         for job, seconds in self.unsaved:
             if job.id in completed_ids:
-                self.log_completed(job, seconds)
+                log_completed(job, seconds)
             else:
                 self.lease_lost(job)
         self.unsaved = []
         self.listener.saved(lost)
-
-    @staticmethod
-    def leases(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:
-        """The leases of the unsaved jobs, and of job when given."""
-        return [done.lease for done, _ in unsaved] + ([job.lease] if job else [])
-
-    @staticmethod
-    def log_completed(job: Job, seconds: float) -> None:
-        event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
     def give_back(self, job: Job, event_name: str, **fields: Any) -> bool:
         """Release an unstarted (or interrupted) job, its attempt restored; False
@@ -236,13 +227,15 @@ class Worker:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
         except BaseException as exc:   # the job's failure, not the worker's: sys.exit() too
+            if isinstance(exc, KeyboardInterrupt) and self.stopping:
+                raise   # `work`'s second Ctrl-C: the operator's, not the handler's
             if isinstance(exc, QuickStop) and self.quick_stopping:   # else the handler's own
                 return self.release_interrupted(job), None, False
             self.time_job(started)
             return self.record_handler_error(job, exc), None, False
         self.time_job(started)
         if job.finished:
-            self.log_completed(job, time.monotonic() - started)
+            log_completed(job, time.monotonic() - started)
             return Outcome.DONE, None, False
         if self.parent_completes:
             return Outcome.UNSAVED, None, False
@@ -256,7 +249,7 @@ class Worker:
                        ) -> tuple[Outcome, Optional[Job], bool]:
         """Write the completions of the batch's jobs and this (its last) one, with
         the next claim in the same round trip and commit when claim_next."""
-        leases = self.leases(self.unsaved, job)
+        leases = leases_of(self.unsaved, job)
         if claim_next:
             completed, claimed = self.store.complete_and_claim(
                 leases, self.config.queues, self.identity, self.config.lease_seconds,
@@ -269,7 +262,7 @@ class Worker:
         queue_empty = claim_next and next_job is None
         if job.id not in completed:
             return self.lease_lost(job), next_job, queue_empty
-        self.log_completed(job, time.monotonic() - started)
+        log_completed(job, time.monotonic() - started)
         return Outcome.DONE, next_job, queue_empty
 
     def time_job(self, started: float) -> None:
@@ -336,6 +329,15 @@ class Worker:
     def lease_lost(job: Job) -> Outcome:
         event("job_lease_lost", job_id=job.id, type=job.type)
         return Outcome.LOST
+
+
+def leases_of(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:
+    """The leases of the unsaved jobs, and of job when given."""
+    return [done.lease for done, _ in unsaved] + ([job.lease] if job else [])
+
+
+def log_completed(job: Job, seconds: float) -> None:
+    event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
 
 @contextmanager

@@ -9,11 +9,12 @@ parent records, in memory it shares with its children (an anonymous shared mappi
 made before the forks), when its heartbeat and its lease extension last succeeded
 (monotonic times, which every process of the host reads alike, each taken before
 its statement: never later than the database saw it). A watchdog thread in each
-child reads them; past a margin before the prune or the lease expiry could come,
-it interrupts the running handler the way a quick stop does (QuickStop, raised by
-the child's own SIGQUIT handler in its main thread): the job is given back, its
-attempt restored, and the child exits. The parent alone acts on process signals;
-the thread only signals its own main thread.
+child reads them. Past a margin before the prune or the lease expiry could come,
+a child that runs or holds a job stops the way a quick stop does (QuickStop,
+raised by the child's own SIGQUIT handler in its main thread): the job is given
+back, its attempt restored, and the child exits. While the silence lasts no child
+claims a job, and the parent hands none at a fork. The parent alone acts on
+process signals; the thread only signals its own main thread.
 """
 import _thread
 import mmap
@@ -30,6 +31,7 @@ from ..logs import event
 
 _STAMP = struct.Struct("d")
 _BEAT, _EXTENDED = 0, _STAMP.size   # offsets of the two stamps in the shared mapping
+_BOTH = struct.Struct("dd")
 LONGEST_LOOK = 1.0   # seconds between a watchdog's looks, at most
 MIN_GRACE = 0.1      # seconds an interrupted handler has to end, at least
 
@@ -40,7 +42,7 @@ class ParentPulse:
     reads agree, so that it never acts on a torn value."""
 
     def __init__(self) -> None:
-        self.shared = mmap.mmap(-1, 2 * _STAMP.size)   # MAP_SHARED: the children see it
+        self.shared = mmap.mmap(-1, _BOTH.size)   # MAP_SHARED: the children see it
         now = time.monotonic()
         self.beat(now)
         self.extended(now)
@@ -58,7 +60,8 @@ class ParentPulse:
         while True:
             first = bytes(self.shared)
             if bytes(self.shared) == first:
-                return _STAMP.unpack_from(first, _BEAT)[0], _STAMP.unpack_from(first, _EXTENDED)[0]
+                beat, extended = _BOTH.unpack(first)
+                return beat, extended
 
     def silent(self, config: Any) -> Optional[str]:
         """The parent's own look: the silence its children (of this config) act on now."""
