@@ -59,6 +59,10 @@ class Event(enum.StrEnum):
     WORKER_BOOT_FAILED = ("worker_boot_failed", ERROR, "a child could not boot")
     WORKER_FATAL = ("worker_fatal", ERROR,
                     "a process died of an unexpected error (its class, never its message)")
+    WORKER_PARENT_SILENT = ("worker_parent_silent", WARNING,
+                            "a child's supervisor stopped beating or extending leases (frozen, "
+                            "stuck, its database failing): before another may take its job, "
+                            "the child interrupts it, gives it back and exits")
     # -- the supervisor's database work (supervisor/upkeep.py) --------------------------
     SUPERVISOR_REGISTERED = ("supervisor_registered", INFO,
                              "the supervisor's row was written; its heartbeat follows")

@@ -59,7 +59,7 @@ class Drained:
     dead: list[int] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)   # ended by prefork.JobCancelled
     # The latest exception of each job that failed an attempt (retried, or dead).
-    errors: dict[int, Exception] = field(default_factory=dict)
+    errors: dict[int, BaseException] = field(default_factory=dict)
     attempts: int = 0    # handler runs, retries included
     retries: int = 0     # failed attempts that were scheduled to run again
     scheduled: int = 0   # jobs of the drained queues left waiting for a future time
@@ -101,7 +101,7 @@ class _Recorder:
         self.summary.attempts += 1
         self.pending.discard(job.id)
 
-    def failed(self, job: Job, exc: Exception) -> None:
+    def failed(self, job: Job, exc: BaseException) -> None:
         self.summary.errors[job.id] = exc
 
     def idle(self, outcome: Outcome) -> None:
@@ -144,7 +144,7 @@ class _InlineWorker(Worker):
         # database where a supervisor published it is one); rates are not waited for.
         self.limited = LimitedClaims(self, _without_rates(declared_rules()), active=True)
 
-    def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
+    def record_handler_error(self, job: Job, exc: BaseException) -> Outcome:
         self.recorder.failed(job, exc)
         return super().record_handler_error(job, exc)
 
@@ -276,5 +276,5 @@ def _without_rates(rules: dict[str, LimitRule]) -> dict[str, LimitRule]:
     return {job_type: replace(rule, rate=None) for job_type, rule in rules.items()}
 
 
-def _named(error: Exception | None) -> str:
+def _named(error: BaseException | None) -> str:
     return "no exception" if error is None else f"{type(error).__name__}: {error}"

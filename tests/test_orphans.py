@@ -136,9 +136,10 @@ def test_a_child_whose_parent_is_killed_stops_its_job_and_gives_it_back(
 
 def test_a_silent_supervisors_running_job_is_not_handed_out_again(
         supervisor, enqueue, clean_db, tmp_path):
-    """A frozen supervisor (SIGSTOP: silent, its child runs on) is pruned by another on
+    """A frozen supervisor (SIGSTOP: silent, its child not) is pruned by another on
     the same host, which must not hand back a job whose holder still runs here; it
-    comes back once the holder gives it back (here: its parent is then killed)."""
+    comes back once the holder gives it back (its parent silent, it gives the job up
+    before the prune: worker/parent_pulse.py)."""
     log = tmp_path / "runs.log"
     job_id = enqueue("marked", long_then_short(log), key="frozen")
     frozen = supervisor("--workers", "1")
@@ -147,7 +148,8 @@ def test_a_silent_supervisors_running_job_is_not_handed_out_again(
     successor = supervisor("--workers", "2")
     pruned = successor.wait_event("supervisor_pruned", timeout=30)[0]
     assert pruned["jobs_handed_back"] == 0
-    assert job_row(clean_db, job_id)["status"] == "reserved"
+    assert frozen.events("worker_parent_silent", job_id=job_id)
+    assert frozen.events("claim_released_on_shutdown", job_id=job_id, interrupted=True)
     os.kill(frozen.pid, signal.SIGKILL)
     successor.wait_event("job_completed", job_id=job_id, timeout=60)
     runs = read_runs(log)

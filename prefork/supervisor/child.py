@@ -29,11 +29,13 @@ from ..store.lazy import LazyStore
 from ..wakeups.waker import Waker
 from ..worker.cancellation import CANCEL_SIGNAL, CancelInbox, signal_handler
 from ..worker.loop import Worker
+from ..worker.parent_pulse import ParentPulse, Watchdog
 from . import protocol
 
 BOOT_FAILURE_EXIT = 3   # never got going (database down, schema missing): parent backs off
 FATAL_EXIT = 4          # the worker loop hit an unexpected database error
 QUICK_EXIT = 5          # SIGQUIT before the worker started: nothing held
+STUCK_EXIT = 6          # its handler ran on past a silent parent's quick stop (parent_pulse)
 # Idle children wait for the parent's wake-up, saying again every so often
 # that they wait (a message to the parent, not a query).
 WAITING_REMINDER = 30.0
@@ -56,6 +58,8 @@ class ChildSpec:
     # prepared by the parent (process_signals.preexec_die_with_parent), so that each
     # child does not look prctl up in libc anew (0.3 ms of a child forked per job).
     die_with_parent: Callable[[], None]
+    # The parent's last successful heartbeat and lease extension: our watchdog reads them.
+    pulse: ParentPulse
     # The job the parent claimed for us (forked per job): run it, and nothing else.
     job: Optional[Job] = None
 
@@ -112,6 +116,11 @@ def _child_main(spec: ChildSpec) -> int:
         worker.held.append(spec.job)
     signal.signal(CANCEL_SIGNAL, signal_handler(cancels, lambda: worker.held,
                                                 lambda: worker.running_handler))
+    # A parent silent too long (frozen, stuck) is a parent gone: a quick stop (SIGQUIT).
+    watchdog = Watchdog(spec.pulse, config)
+    worker.may_claim = watchdog.may_claim
+    watchdog.start(lambda: worker.running_handler or bool(worker.held),
+                   lambda: cancels.current if worker.running_handler else None, STUCK_EXIT)
     if spec.job is None:
         pipe.send(protocol.Ready(_connection_id(store)))
     else:   # not connected; it goes with the job's start: one wake-up of the parent for both

@@ -66,7 +66,10 @@ class ChildProcess:
         self.successor: Optional[int] = None
         self.checked_schema_of: Optional[str] = None   # the DSN it checks the schema of, if any
         self.kill_reason: Optional[str] = None    # why we killed it, if we did
-        self.charge_job = True      # does its death count against the job it holds?
+        # Does its death count against the job it runs? Always (a crash, an exit, a
+        # database error: every death costs that job a crash), unless we killed it
+        # ourselves to stop it (quick stop, graceful timeout, cancel): pool.kill().
+        self.charge_job = True
         self.deadline: Optional[Deadline] = None
         # Forked with a job we claimed: we write that job's completion should it succeed.
         self.parent_completes = False

@@ -16,15 +16,16 @@ from .upkeep import FORKED_PER_JOB, Upkeep
 def extend(upkeep: Upkeep, children: Iterable[ChildProcess], now: float,
            lease_seconds: float) -> None:
     """Extend the leases that need it: jobs running for a third of the lease, and
-    every held or unsaved one (those wait behind others, however fast they are)."""
+    every held or unsaved one (those wait behind others, however fast they are).
+    A pass that did what it had to is stamped for the children (parent_pulse.py)."""
     leases: list[Lease] = []
     for child in children:
         if child.job and lease_extension_due(child.job.since, now, lease_seconds):
             leases.append(child.job.lease)
         leases += child.held
         leases += [finished.job.lease for finished in child.unsaved.values()]
-    if leases:
-        upkeep.extend(leases)
+    if not leases or upkeep.extend(leases):
+        upkeep.pulse.extended(now)
 
 
 def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int
@@ -33,8 +34,10 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
     writing in the same round trip the completions such children left to us:
     (the jobs finished, the jobs claimed); nothing while the database is away, or
     when the children are to claim for themselves (decisions.hand_jobs_at_fork,
-    with the limits in force as the upkeep last took them)."""
-    if not hand_jobs_at_fork(upkeep.config, bool(upkeep.limits.rules)):
+    with the limits in force as the upkeep last took them), or while we are silent
+    (worker/parent_pulse.py: such children would give their jobs up at once)."""
+    if not hand_jobs_at_fork(upkeep.config, bool(upkeep.limits.rules)) \
+            or upkeep.pulse.silent(upkeep.config):
         return [], []
     owing = [child for child in children if child.parent_completes and child.unsaved]
     unsaved = [finished for child in owing for finished in child.unsaved.values()]
@@ -73,8 +76,10 @@ def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],
 
 
 def hand_back_all(upkeep: Upkeep, child: ChildProcess, cause: str) -> list[FinishedJob]:
-    """After a child's death: its running job goes back (charged unless we said
-    otherwise), its held jobs too (never started: not their fault), and its
+    """After a child's death: its running job goes back, charged unless we killed the
+    child to stop it (so --max-crashes bounds the forks any job may cost: a crash, an
+    exit, os._exit(), a database error), its held jobs too (never started: not their
+    fault, uncharged), and its
     unsaved completions are written (or, with the database away, their jobs go
     back to run again). Returns the unsaved jobs written."""
     if child.job is not None:

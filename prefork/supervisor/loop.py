@@ -31,7 +31,7 @@ from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
 from ..wakeups.listening import Listeners
 from ..wakeups.waker import Waker
-from . import child as child_module, decisions, leases, startup
+from . import decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
 from .pool import Pool
 from .protocol import Ready
@@ -97,7 +97,8 @@ class Supervisor:
         """Run until drained; returns the process exit status."""
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         wakeup_address = self.listeners.open_port(self.config.wakeup_bind)   # or a bad bind
-        self.upkeep = Upkeep(self.config)   # errors here stop the start, before any fork
+        # Errors here stop the start, before any fork.
+        self.upkeep = Upkeep(self.config, self.pool.pulse)
         self.upkeep.wakeup_address = wakeup_address
         startup.defer_stops()   # a stop from here on must not cut the registry insert short
         self.upkeep.register(self.target)
@@ -252,8 +253,8 @@ class Supervisor:
 
     def _child_exited(self, child: ChildProcess, status: int) -> None:
         status_text = describe_status(status)
-        if status_text == f"exit code {child_module.FATAL_EXIT}":
-            child.charge_job = False   # the database failed the worker, not the job
+        if child.job is not None and self.pool.pulse.silent(self.config):
+            child.charge_job = False   # we were silent: it gave its job up (parent_pulse.py)
         if child.job is not None and child.charge_job:   # a failed attempt, for the rollup
             self.upkeep.rollup.crash(child.job, self.upkeep.process_id)
         self._jobs_finished(self.pool.cancels.child_exited(self.upkeep, child))

@@ -18,6 +18,7 @@ from .. import registry
 from ..jobs import Job, utc_now
 from ..logs import event
 from ..process_signals import BLOCKED_ACROSS_FORK, preexec_die_with_parent
+from ..worker.parent_pulse import ParentPulse
 from . import child as child_module, decisions
 from .cancels import Cancels
 from .children import ChildProcess, Deadline
@@ -45,6 +46,8 @@ class Pool:
         self.schema_known_for: Optional[str] = config.dsn
         # Each child's request for SIGQUIT at our death, prepared once here.
         self.die_with_parent = preexec_die_with_parent(signal.SIGQUIT)
+        # Our heartbeat's and lease extension's last successes, as the children see them.
+        self.pulse = ParentPulse()
 
     # -- who is who ----------------------------------------------------------------
 
@@ -98,7 +101,7 @@ class Pool:
         check_schema = self.config.dsn != self.schema_known_for
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
                                       process_id, max_items, control_read_fd, check_schema,
-                                      self.die_with_parent, job)
+                                      self.die_with_parent, self.pulse, job)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)

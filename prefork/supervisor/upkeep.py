@@ -25,6 +25,7 @@ from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
 from ..store.contract import HeldJob, QueueFigures, Store
 from ..store.views import MinuteCounts
+from ..worker.parent_pulse import ParentPulse
 from .children import ChildProcess, RunningJob
 from .decisions import holder_may_run
 from .heartbeat import HeartbeatWatch, children_text
@@ -91,8 +92,9 @@ def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int], why
 
 
 class Upkeep:
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, pulse: ParentPulse) -> None:
         self.config = config
+        self.pulse = pulse   # what the children see of our heartbeat and lease extension
         store = open_store(config)   # errors here stop the start, before any fork
         say_if_newer(store.check_schema())
         self.store: Optional[Store] = store   # None while the database is away
@@ -168,10 +170,12 @@ class Upkeep:
         usage = self._with_store(lambda store: store.limit_usage())
         return None if usage is False else usage
 
-    def extend(self, leases: Sequence[Lease]) -> None:
+    def extend(self, leases: Sequence[Lease]) -> bool:
+        """Extend these leases; False when the database is away."""
         held = self._with_store(lambda store: store.extend_many(leases, self.config.lease_seconds))
         if held is not False and held < len(leases):
             event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
+        return held is not False
 
     def complete(self, jobs: Sequence[RunningJob], why: str) -> Optional[set[int]]:
         """Complete a child's jobs that ran to success on its behalf: the ids
@@ -280,14 +284,17 @@ class Upkeep:
         assert self.store is not None, "connected when constructed"
         self._join(self.store, workers)
         self.heartbeat.succeeded(time.monotonic())   # the row is as fresh as a heartbeat
+        self.pulse.extended(time.monotonic())   # nothing is held yet: all is extended
         self.limits.publish_when_due(self)   # before any child's first claim
 
     def _join(self, store: Store, workers: int) -> None:
         """Join the process registry (at start, and again after others pruned us)."""
         if self.process_id:   # again: what the server holds under the old id is checked
             self.strays.rejoined(self.process_id)
+        started = time.monotonic()
         self.process_id = store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
+        self.pulse.beat(started)   # a first heartbeat, for the children (worker/parent_pulse.py)
         listening: dict[str, Any] = {}   # Any: never taken for `level`
         if self.wakeup_address:   # under this id: a rejoin publishes it again
             store.publish_wakeup(self.process_id, self.wakeup_address)
@@ -304,6 +311,8 @@ class Upkeep:
         described = children_text(children_json())
         beat = self._with_store(lambda store: "alive" if store.heartbeat(
             self.process_id, self.config.queues, workers, described) else "pruned")
+        if beat == "alive":
+            self.pulse.beat(now)
         for process_id, jobs in self._with_store(lambda store: store.prune_silent(
                 self.config.supervisor_timeout, spare=holder_still_runs)) or []:
             event("supervisor_pruned", level=logging.WARNING, process_id=process_id,

@@ -9,7 +9,7 @@ import signal
 import time
 from collections import deque
 from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 from .. import registry
 from ..errors import CommandFailed, JobCancelled, JobTimeout, LeaseLost, QuickStop, RejectedJob
@@ -21,6 +21,7 @@ from ..wakeups.waker import Waker
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
+from .listener import QuietListener, WorkerListener
 
 FIRST_IDLE_SLEEP = 0.05
 
@@ -34,45 +35,6 @@ def set_around_job(scope: Optional[JobScope]) -> None:
     """Run every handler inside scope(job) from now on (None: nothing around it)."""
     global _around_job
     _around_job = scope
-
-
-class WorkerListener(Protocol):
-    """What a worker reports as it goes, so that its owner can mirror it (the
-    supervisor's child: its title and the pipe to the parent)."""
-
-    def busy(self, job: Job) -> None:
-        """About to run this job (reported first: the parent must know what we run)."""
-
-    def held(self, leases: Sequence[Lease]) -> None:
-        """Claimed in a batch and not started: the whole list, replacing the last one."""
-
-    def waiting(self) -> None:
-        """No job ready: about to sleep until woken (or to say so again)."""
-
-    def idle(self, outcome: Outcome) -> None:
-        """The job just run ended with this outcome."""
-
-    def saved(self, lost: Sequence[int]) -> None:
-        """The unsaved completions were written; these job ids had lost their lease."""
-
-
-class QuietListener:
-    """The listener of a worker nobody watches (`prefork-queue work`)."""
-
-    def busy(self, job: Job) -> None:
-        pass
-
-    def held(self, leases: Sequence[Lease]) -> None:
-        pass
-
-    def waiting(self) -> None:
-        pass
-
-    def idle(self, outcome: Outcome) -> None:
-        pass
-
-    def saved(self, lost: Sequence[int]) -> None:
-        pass
 
 
 class Worker:
@@ -112,6 +74,8 @@ class Worker:
         self.listener: WorkerListener = listener or QuietListener()
         self.limited = LimitedClaims(self)   # claims of limited job types (limited.py)
         self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
+        # Asked before each claim (a child's parent silent: no. See parent_pulse.py).
+        self.may_claim: Callable[[], bool] = lambda: True
         # Given a job the parent claimed (a child forked per job): the parent writes
         # its completion when it simply succeeds, so the child need not connect.
         self.parent_completes = False
@@ -142,7 +106,8 @@ class Worker:
                 or bool(should_retire and should_retire())
 
         def chain_next() -> bool:
-            return not (self.stopping or enough() or self.limited.first_due())
+            return not (self.stopping or enough() or self.limited.first_due()) \
+                and self.may_claim()
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -176,6 +141,8 @@ class Worker:
         """A held job, else a claimed one (plain: may make a plain claim)."""
         if self.held:
             return self.held.popleft()
+        if not self.may_claim():
+            return None
         return self.limited.claim_with(self.claim_plain if plain else None)
 
     def claim_plain(self) -> Optional[Job]:
@@ -203,7 +170,7 @@ class Worker:
         """Write the completions not yet saved, then give back claimed, unstarted
         jobs with their attempts restored."""
         if self.unsaved:
-            self.save_completions(self.store.complete_many(self.leases(self.unsaved)))
+            self.save_completions(self.store.complete_many(leases_of(self.unsaved)))
         if not self.held:
             return
         held = list(self.held)
@@ -220,20 +187,11 @@ class Worker:
         lost = [job.id for job, _ in self.unsaved if job.id not in completed_ids]
         for job, seconds in self.unsaved:
             if job.id in completed_ids:
-                self.log_completed(job, seconds)
+                log_completed(job, seconds)
             else:
                 self.lease_lost(job)
         self.unsaved = []
         self.listener.saved(lost)
-
-    @staticmethod
-    def leases(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:
-        """The leases of the unsaved jobs, and of job when given."""
-        return [done.lease for done, _ in unsaved] + ([job.lease] if job else [])
-
-    @staticmethod
-    def log_completed(job: Job, seconds: float) -> None:
-        event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
     def give_back(self, job: Job, event_name: str, **fields: Any) -> bool:
         """Release an unstarted (or interrupted) job, its attempt restored; False
@@ -265,17 +223,19 @@ class Worker:
         started = self.clock.start()
         try:
             self.run_handler(job)
-        except Exception as exc:  # a handler's failure is the job's, not the worker's
-            self.time_job(started)
-            return self.record_handler_error(job, exc), None, False
-        except QuickStop:
-            return self.release_interrupted(job), None, False
         except JobCancelled:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
+        except BaseException as exc:   # the job's failure, not the worker's: sys.exit() too
+            if isinstance(exc, KeyboardInterrupt) and self.stopping:
+                raise   # `work`'s second Ctrl-C: the operator's, not the handler's
+            if isinstance(exc, QuickStop) and self.quick_stopping:   # else the handler's own
+                return self.release_interrupted(job), None, False
+            self.time_job(started)
+            return self.record_handler_error(job, exc), None, False
         self.time_job(started)
         if job.finished:
-            self.log_completed(job, time.monotonic() - started)
+            log_completed(job, time.monotonic() - started)
             return Outcome.DONE, None, False
         if self.parent_completes:
             return Outcome.UNSAVED, None, False
@@ -289,7 +249,7 @@ class Worker:
                        ) -> tuple[Outcome, Optional[Job], bool]:
         """Write the completions of the batch's jobs and this (its last) one, with
         the next claim in the same round trip and commit when claim_next."""
-        leases = self.leases(self.unsaved, job)
+        leases = leases_of(self.unsaved, job)
         if claim_next:
             completed, claimed = self.store.complete_and_claim(
                 leases, self.config.queues, self.identity, self.config.lease_seconds,
@@ -302,7 +262,7 @@ class Worker:
         queue_empty = claim_next and next_job is None
         if job.id not in completed:
             return self.lease_lost(job), next_job, queue_empty
-        self.log_completed(job, time.monotonic() - started)
+        log_completed(job, time.monotonic() - started)
         return Outcome.DONE, next_job, queue_empty
 
     def time_job(self, started: float) -> None:
@@ -317,7 +277,7 @@ class Worker:
         if seconds > HOLD_BUDGET:
             self.release_held()
 
-    def record_handler_error(self, job: Job, exc: Exception) -> Outcome:
+    def record_handler_error(self, job: Job, exc: BaseException) -> Outcome:
         """Record a failure as the job type's retry rules decide: the error as the
         error_detail setting says (our own messages as they are), and in the log
         where it was raised."""
@@ -369,6 +329,15 @@ class Worker:
     def lease_lost(job: Job) -> Outcome:
         event("job_lease_lost", job_id=job.id, type=job.type)
         return Outcome.LOST
+
+
+def leases_of(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:
+    """The leases of the unsaved jobs, and of job when given."""
+    return [done.lease for done, _ in unsaved] + ([job.lease] if job else [])
+
+
+def log_completed(job: Job, seconds: float) -> None:
+    event("job_completed", job_id=job.id, type=job.type, elapsed_ms=round(seconds * 1000, 1))
 
 
 @contextmanager

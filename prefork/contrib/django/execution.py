@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ... import registry
-from ...errors import PermanentError, RejectedJob
+from ...errors import JobCancelled, PermanentError, QuickStop, RejectedJob
 from ...jobs import Job, utc_now
 from ...logs import current_host_pid, event
 from . import compat
@@ -94,7 +94,9 @@ class Attempt:
         compat.task_started.send(sender=self.known.sender, task_result=self.result)
         try:
             text = self.returned_json(self.call())
-        except Exception as exc:
+        except (QuickStop, JobCancelled):
+            raise   # the worker's own interruptions: no failed attempt to record
+        except BaseException as exc:   # sys.exit() too: FAILED, as Django's immediate backend
             self.failed(exc)
             raise
         with self.job.transaction() as cursor:
@@ -121,7 +123,7 @@ class Attempt:
                                 "(OPTIONS max_result_bytes)")
         return text
 
-    def failed(self, exc: Exception) -> None:
+    def failed(self, exc: BaseException) -> None:
         """Record the attempt's error; the task reads FAILED once no retry follows."""
         text = _bounded_traceback(exc) if self.known.options.store_traceback else ""
         error = compat.TaskError(exception_class_path=class_path(exc), traceback=text)

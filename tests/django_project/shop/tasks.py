@@ -1,6 +1,7 @@
 """The tasks the tests enqueue (their module paths are their job types)."""
 import asyncio
 import os
+import sys
 
 from django.db import connection
 
@@ -21,6 +22,11 @@ def mark_order(order_id):
 @task
 def always_fails():
     raise ValueError("card 4111 declined")   # a message that must not be stored
+
+
+@task
+def exits(code):
+    sys.exit(code)   # the attempt's failure, as Django's immediate backend records it
 
 
 @task(takes_context=True)
