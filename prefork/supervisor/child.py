@@ -133,6 +133,7 @@ def _child_main(spec: ChildSpec) -> int:
             _run_handed(worker, pipe)
     except driver_errors() as exc:
         event("worker_fatal", level=logging.ERROR, error=_described(config, exc))
+        pipe.send(protocol.DatabaseFailed())
         return FATAL_EXIT
     reason = retire.reason(worker.processed)
     if reason and not worker.stopping:

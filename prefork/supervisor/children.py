@@ -66,9 +66,10 @@ class ChildProcess:
         self.successor: Optional[int] = None
         self.checked_schema_of: Optional[str] = None   # the DSN it checks the schema of, if any
         self.kill_reason: Optional[str] = None    # why we killed it, if we did
-        # Does its death count against the job it runs? Always (a crash, an exit, a
-        # database error: every death costs that job a crash), unless we killed it
-        # ourselves to stop it (quick stop, graceful timeout, cancel): pool.kill().
+        # Does its death count against the job it runs? Always (a crash, an exit:
+        # every death costs that job a crash), unless we killed it ourselves to stop
+        # it (quick stop, graceful timeout, cancel: pool.kill()) or it told us the
+        # database failed it (DatabaseFailed).
         self.charge_job = True
         self.deadline: Optional[Deadline] = None
         # Forked with a job we claimed: we write that job's completion should it succeed.
@@ -119,6 +120,8 @@ class ChildProcess:
                 return saved
             case protocol.Retire(reason):
                 self.retire_reason = reason
+            case protocol.DatabaseFailed():
+                self.charge_job = False
         return []
 
     def _job_ended(self, outcome: Outcome) -> list[FinishedJob]:

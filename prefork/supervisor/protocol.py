@@ -35,6 +35,7 @@ class Kind(str, enum.Enum):
     IDLE = "idle"          # the running job ended, with this outcome
     SAVED = "saved"        # the unsaved completions are written; these ids were lost
     RETIRE = "retire"      # recycle me (max-items, max-memory) when it suits the pool
+    DATABASE_FAILED = "database_failed"   # I exit: the database failed me, not my job
 
     def __str__(self) -> str:
         return self.value
@@ -136,10 +137,25 @@ class Retire:
         return cls(reason)
 
 
-Message = Union[Ready, Held, Busy, Waiting, Idle, Saved, Retire]
+@dataclass(frozen=True)
+class DatabaseFailed:
+    """Sent before a child exits on a database error (FATAL_EXIT): its running job
+    goes back uncharged. A handler that ends its process sends none, so its job
+    pays for the death."""
+    kind: ClassVar[Kind] = Kind.DATABASE_FAILED
+
+    def fields(self) -> list[Any]:
+        return []
+
+    @classmethod
+    def from_fields(cls) -> "DatabaseFailed":
+        return cls()
+
+
+Message = Union[Ready, Held, Busy, Waiting, Idle, Saved, Retire, DatabaseFailed]
 MESSAGE_TYPES: dict[Kind, type[Message]] = {
     message_type.kind: message_type
-    for message_type in (Ready, Held, Busy, Waiting, Idle, Saved, Retire)}
+    for message_type in (Ready, Held, Busy, Waiting, Idle, Saved, Retire, DatabaseFailed)}
 
 
 class ProtocolError(ValueError):

@@ -9,6 +9,7 @@ import pytest
 from prefork.settings import MAX_CLAIM_BATCH
 from prefork.jobs import Lease, Outcome
 from prefork.supervisor import protocol
+from prefork.supervisor.children import ChildProcess
 from prefork.supervisor.protocol import Kind
 
 LARGEST_ID = 2 ** 64 - 1   # BIGINT UNSIGNED
@@ -28,6 +29,7 @@ EXAMPLES = {
     Kind.IDLE: [protocol.Idle(outcome) for outcome in Outcome],
     Kind.SAVED: [protocol.Saved((3, 5)), protocol.Saved(())],
     Kind.RETIRE: [protocol.Retire("max-items")],
+    Kind.DATABASE_FAILED: [protocol.DatabaseFailed()],
 }
 
 
@@ -40,6 +42,21 @@ def test_every_kind_round_trips(kind):
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         decoded = protocol.decode(line.rstrip(b"\n"))
         assert decoded == message and type(decoded) is type(message)
+
+
+def test_a_child_that_says_the_database_failed_it_does_not_charge_its_job():
+    """Every death running a job costs the job (a handler's os._exit(4) too), except a
+    child's exit on its own database error, which it announces first."""
+    read_fd, write_fd = os.pipe()
+    try:
+        child = ChildProcess(1, 0, 0, read_fd, write_fd, write_fd)
+        child.apply(protocol.Busy(lease(42), "email.send", "default"))
+        assert child.charge_job
+        child.apply(protocol.DatabaseFailed())
+        assert not child.charge_job
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
 
 
 def test_decoded_leases_and_outcomes_are_typed():
