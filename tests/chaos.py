@@ -223,7 +223,10 @@ class Database:
                         (os.environ if environ is None else environ).items()
                         if key in PASSWORD_VARIABLES}
         self.config = config_module.load({"dsn": dsn}, environ=self.environ)
-        self.args = parse_dsn(dsn)
+        # The soak's database is one server: its first (only) host.
+        args = parse_dsn(dsn)
+        (host, port), *_ = args.pop("hosts")
+        self.args = {**args, "host": host, "port": port}
         # Has stop() and start(): a ThrowawayMariaDB or a CommandServer. None: the
         # soak cannot restart the server and skips that step. Both are called from
         # the main thread: a throwaway server dies with the thread that started it.

@@ -133,8 +133,8 @@ def busy_pool(config, count, type_length=128):
 @pytest.mark.parametrize("count", [300, 5000])
 def test_a_large_pool_on_long_job_types_heartbeats(queue_dsn, backend, count):
     config = config_module.load({"dsn": queue_dsn, "heartbeat_interval": "1"}, environ={})
-    upkeep = Upkeep(config)
     pool, fds = busy_pool(config, count)
+    upkeep = Upkeep(config, pool.pulse)
     try:
         upkeep.register(count)
         upkeep.next_beat_at = 0.0

@@ -98,8 +98,13 @@ def long_then_short(log):
     return {"seconds": 20, "rerun_seconds": 0.2, "log": str(log)}
 
 
-def busy_child(sup, job_id):
-    return sup.wait_event("job_claimed", job_id=job_id)[0]["pid"]
+def busy_child(sup, job_id, log):
+    """The pid of the child running the job, once its handler has started (a claim
+    comes before the handler: a stop between them runs no handler at all)."""
+    pid = sup.wait_event("job_claimed", job_id=job_id)[0]["pid"]
+    wait_until(lambda: log.exists() and any(run.pid == pid for run in read_runs(log)),
+               timeout=30, message="the handler started")
+    return pid
 
 
 def ledger_count(conn):
@@ -119,7 +124,7 @@ def test_a_child_whose_parent_is_killed_stops_its_job_and_gives_it_back(
     log = tmp_path / "runs.log"
     job_id = enqueue("marked", long_then_short(log), key="orphaned")
     doomed = supervisor("--workers", "2")
-    orphan = busy_child(doomed, job_id)
+    orphan = busy_child(doomed, job_id, log)
     doomed.proc.kill()
     doomed.proc.wait(5)
     successor = supervisor("--workers", "2")
@@ -143,7 +148,7 @@ def test_a_silent_supervisors_running_job_is_not_handed_out_again(
     log = tmp_path / "runs.log"
     job_id = enqueue("marked", long_then_short(log), key="frozen")
     frozen = supervisor("--workers", "1")
-    holder = busy_child(frozen, job_id)
+    holder = busy_child(frozen, job_id, log)
     frozen.signal(signal.SIGSTOP)
     successor = supervisor("--workers", "2")
     pruned = successor.wait_event("supervisor_pruned", timeout=30)[0]
