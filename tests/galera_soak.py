@@ -15,6 +15,7 @@ trying its own node meanwhile, the other two go on.
 """
 import argparse
 import dataclasses
+import re
 import sys
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from chaos import (
 from polling import poll_until
 
 FATAL_EVENTS = ("worker_fatal", "worker_boot_failed")
-ERROR_CODES = ("1213", "1047", "1180", "1205", "1690")
+ERROR_CODE = re.compile(r"Error \(?(\d{4})")   # "OperationalError 1213: ..."
 DEAD_WITH_EFFECT = ("SELECT j.id, j.last_error FROM prefork_jobs j JOIN chaos_ledger l"
                     " ON l.idempotency_key = j.idempotency_key"
                     " WHERE j.queue = %s AND j.status = 'dead'")
@@ -111,9 +112,11 @@ def _kill_and_restart(cluster, db, queue, settings, started, log):
 def _audit_cluster(report, db, queue, sups, exec_runs, settings, node_back):
     events = [event for sup in sups for event in sup.events()]
     fatal = [event for event in events if event.get("event") in FATAL_EVENTS]
-    text = " ".join(str(event) for event in events)
-    report.figures["error codes in the logs"] = {code: text.count(code) for code in ERROR_CODES
-                                                 if code in text}
+    codes = Counter(found for event in events
+                    for found in ERROR_CODE.findall(str(event.get("error", ""))))
+    report.figures["error codes in the logs"] = dict(codes)
+    report.figures["conflicts released uncharged"] = sum(
+        1 for event in events if event.get("event") == "job_conflict_released")
     report.figures["worker exits"] = Counter(event.get("reason", "?")[:40] for event in events
                                              if event.get("event") == "worker_exited")
     report.figures["worker_fatal"] = len(fatal)

@@ -26,8 +26,16 @@ from .session_queries import SET_NAMES
 
 # The connection's character set; session_queries.SET_NAMES names the same.
 CHARSET = "utf8mb4"
-DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
-CONTENTION_RETRIES = 5
+# Contention: the transaction (or statement) lost to a concurrent one and was
+# rolled back; trying it again is the cure. A deadlock or lock-wait timeout on
+# one server; on a cluster with writers on several nodes (Galera), a
+# certification failure at commit (1213, or 1180 from the commit itself) and a
+# transaction aborted by a replicated one (brute force: 1213).
+DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT, ER.ERROR_DURING_COMMIT)
+# Bounded back-off: 8 tries, the pauses doubling from 5 ms to at most 320 ms
+# (about 1.3 s in all at worst), jittered so the parties do not collide again.
+CONTENTION_RETRIES = 8
+CONTENTION_PAUSE = (0.005, 0.32)
 # COM_SET_OPTION's two options (MySQL and MariaDB client/server protocol).
 MULTI_STATEMENTS_ON, MULTI_STATEMENTS_OFF = 0, 1
 
@@ -84,6 +92,18 @@ def micros(seconds: float) -> int:
 
 def error_code(exc: BaseException) -> int | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+
+
+def is_contention(exc: BaseException) -> bool:
+    """Lost to a concurrent transaction (DEADLOCK_CODES): retry, never a failure.
+    Not 1047 (a Galera node not ready: unavailability, like a lost connection)."""
+    return isinstance(exc, pymysql.err.OperationalError) and error_code(exc) in DEADLOCK_CODES
+
+
+def contention_pause(attempt: int) -> float:
+    """Seconds before retry `attempt` (0 first) of a contended transaction."""
+    low, high = CONTENTION_PAUSE
+    return random.uniform(0.5, 1.0) * min(high, low * 2.0 ** attempt)
 
 
 class _Connection(pymysql.connections.Connection):
@@ -326,17 +346,17 @@ class MySQLSession(Store):
         return self._retry_contention(execute)
 
     def _retry_contention(self, action: Callable[[], Result]) -> Result:
-        """Run action(). A deadlock or lock-wait timeout is contention, not failure:
-        roll back and retry after a short random pause, so the parties do not
-        collide again. Only for whole transactions or autocommitted statements."""
+        """Run action(). Contention (is_contention) is not failure: roll back and
+        retry after a bounded, jittered back-off. Only for whole transactions or
+        autocommitted statements."""
         for attempt in range(CONTENTION_RETRIES):
             try:
                 return action()
             except pymysql.err.OperationalError as exc:
                 self._rollback_quietly()
-                if error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
+                if not is_contention(exc) or attempt == CONTENTION_RETRIES - 1:
                     raise
-                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                time.sleep(contention_pause(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _rollback_quietly(self) -> None:
