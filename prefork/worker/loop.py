@@ -12,15 +12,8 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
 
 from .. import registry
-from ..errors import (
-    CommandFailed,
-    CommitConflict,
-    JobCancelled,
-    JobTimeout,
-    LeaseLost,
-    QuickStop,
-    RejectedJob,
-)
+from ..errors import CommandFailed, CommitConflict, JobCancelled, JobTimeout, LeaseLost
+from ..errors import QuickStop, RejectedJob
 from ..failures import ErrorWriter
 from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
