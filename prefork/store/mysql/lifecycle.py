@@ -183,9 +183,9 @@ class MySQLLifeCycle(MySQLDue):
             assert locked is not None
             history, now, cancelling = locked
             status = failed_status(decision.dead, cancelling).value
-            cursor.execute(FAIL, (status, error, appended_history(history, job.attempt, now, error),
-                                  micros(decision.delay), status, job.id))
-            return True
+            return cursor.execute(FAIL, (status, error,
+                                         appended_history(history, job.attempt, now, error),
+                                         micros(decision.delay), status, *job.lease)) == 1
 
     def release(self, job: Job) -> bool:
         return self._rowcount(_fenced(RELEASE, [job.lease]), job.lease) == 1
@@ -213,6 +213,11 @@ class MySQLLifeCycle(MySQLDue):
 
     def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
                   max_crashes: int, charge: bool = True) -> JobStatus | None:
+        return self._retry_contention(functools.partial(
+            self._hand_back, job_id, lease_token, cause, policy, max_crashes, charge))
+
+    def _hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
+                   max_crashes: int, charge: bool) -> JobStatus | None:
         with self._transaction() as cursor:
             if cursor.execute(LOCK_HELD, (job_id, lease_token)) != 1:
                 return None
@@ -225,11 +230,15 @@ class MySQLLifeCycle(MySQLDue):
             error = bounded(error)
             if charge:   # a used attempt is a failed one; a restored one is not
                 history = appended_history(history, attempts, now, error)
-            cursor.execute(HAND_BACK, (status.value, 0 if charge else 1, 1 if charge else 0,
-                                       error, history, micros(delay), status.value, job_id))
-            return status
+            handed = cursor.execute(HAND_BACK, (status.value, 0 if charge else 1,
+                                                1 if charge else 0, error, history, micros(delay),
+                                                status.value, job_id, lease_token))
+            return status if handed == 1 else None
 
     def recover_expired(self, limit: int = 100) -> int:
+        return self._retry_contention(functools.partial(self._recover_expired, limit))
+
+    def _recover_expired(self, limit: int) -> int:
         with self._transaction() as cursor:
             cursor.execute(LOCK_EXPIRED, (limit,))
             ids = [row[0] for row in cursor.fetchall()]

@@ -20,7 +20,8 @@ from ...config import Config
 from ...errors import DatabaseUnavailable, UserError
 from ..contract import Store
 from .portable_queries import MYSQL_SQL_MODE
-from .schema_queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
+from .schema_queries import (IDLE_TRANSACTION_TIMEOUT, NO_AUTOCOMMIT_RETRY, READ_COMMITTED,
+                             SESSION_SETTINGS)
 from .server import Flavor, Server, check_supported, dialect_for, parse_version
 from .session_queries import SET_NAMES
 
@@ -260,12 +261,19 @@ def _set_up(conn: pymysql.connections.Connection, dialect: Flavor, config: Confi
         # portable.py.)
         statements.append(IDLE_TRANSACTION_TIMEOUT)
         args = (idle_seconds(config.lease_seconds),)
+        # Galera: no silent retry of an aborted statement (see NO_AUTOCOMMIT_RETRY);
+        # last, as a server built without Galera refuses it (alone).
+        statements.append(NO_AUTOCOMMIT_RETRY)
     else:
         statements.append(MYSQL_SQL_MODE)
     # The server answers every statement of the script at once; closing the
     # cursor reads the answers after the first (and raises the error of any).
-    with conn.cursor() as cursor:
-        cursor.execute(";\n".join(statements), args or None)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(";\n".join(statements), args or None)
+    except pymysql.err.OperationalError as exc:
+        if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
+            raise
 
 
 def idle_seconds(lease_seconds: float) -> int:
