@@ -3,6 +3,8 @@
 
 - the store contract's model check (tests/store_model.py) with its stores on
   two different nodes;
+- a claim script the cluster aborts midway (another node's write wins): it
+  fails whole, with the error, and nothing of it commits alone;
 - the chaos ledger run (tests/galera_soak.py) with a supervisor on each node:
   no fault (no re-run, no worker crash, every job done, exactly one effect per
   ledger job), then one node killed (SIGKILL) mid-run and restarted (nothing
@@ -13,9 +15,12 @@ Reduced size here (the file takes 2-3 minutes); PREFORK_SOAK_FULL=1 runs the
 ledger runs at full size (2,500 ledger + 2,500 plain jobs each).
 """
 import os
+import threading
 from contextlib import ExitStack
 
+import pymysql
 import pytest
+from conftest import wait_until
 from galera_cluster import galera_cluster  # noqa: F401  (pytest fixture)
 from galera_soak import MultiWriterSettings, run_multi_writer
 from store_model import run
@@ -23,7 +28,10 @@ from store_model_state import Tally
 from test_chaos import assert_report
 
 from prefork import config as config_module
+from prefork.jobs import NewJob
 from prefork.store import open_store
+from prefork.store.mysql import queries
+from prefork.store.mysql.session import is_contention
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
 SEQUENCES, STEPS = 30, 40
@@ -55,6 +63,53 @@ def test_store_contract_holds_with_stores_on_different_nodes(cluster):
         tally = Tally()
         run(stores, SEQUENCES, STEPS, tally)
     assert tally["claimed"] and tally["complete (one) ok"], tally
+
+
+def test_a_script_the_cluster_aborts_fails_whole(cluster):
+    """Our script holds job A's row on node 0, asleep just before its reservation
+    of job B; node 1 writes job A, and node 0's applier aborts the script's
+    transaction (brute force). The server must say so (1213, for the store to run
+    the script again), and the reservation, the statement after the abort, must
+    not commit on its own."""
+    store = open_store(config_module.load({"dsn": cluster.dsn(0)}, environ={}))
+    try:
+        store.migrate()
+        store.enqueue_many([NewJob("noop", "{}", queue="aborted-script") for _ in range(2)])
+        job_a, job_b = [row[0] for row in store._all(
+            "SELECT id FROM prefork_jobs WHERE queue = 'aborted-script' AND status = 'ready'"
+            " ORDER BY id DESC LIMIT 2")][::-1]
+        script = queries.script(
+            queries.FORGET_BATCH_IDS, queries.START_TRANSACTION,
+            "UPDATE prefork_jobs SET updated_at = UTC_TIMESTAMP(6) WHERE id = %s",
+            "SET @prefork_claimed = JSON_ARRAY(%s)", "DO SLEEP(20)", queries.RESERVE_LOCKED,
+            queries.COMMIT)
+        other = threading.Thread(target=_write_when_asleep, args=(
+            cluster, store.connection_id(), job_a))
+        other.start()
+        with pytest.raises(pymysql.err.OperationalError) as raised:
+            with store.conn.cursor() as cursor:
+                cursor.execute(script, (job_a, job_b, "s" * 32, 60_000_000, "w", None))
+                while cursor.nextset():
+                    pass
+        other.join()
+        assert is_contention(raised.value), raised.value
+        store.conn.rollback()
+        assert store.get(job_b)["status"] == "ready", store.get(job_b)
+    finally:
+        store.close()
+
+
+def _write_when_asleep(cluster, connection_id, job_id):
+    with cluster.connect(0) as watcher, cluster.connect(1) as writer:
+        def asleep():
+            with watcher.cursor() as cursor:
+                cursor.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                               " WHERE ID = %s AND STATE = 'User sleep'", (connection_id,))
+                return cursor.fetchone()[0] == 1
+        wait_until(asleep, 20, message="the script asleep")
+        with writer.cursor() as cursor:
+            cursor.execute("UPDATE prefork_jobs SET updated_at = UTC_TIMESTAMP(6)"
+                           " WHERE id = %s", (job_id,))
 
 
 def test_writers_on_every_node_run_each_job_once(cluster, tmp_path):

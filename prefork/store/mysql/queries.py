@@ -78,6 +78,12 @@ LOCK_NEXT_READY = (
 # Fenced by the state it expects (ready): a lock is only this server's, and on a
 # cluster with writers on several nodes (Galera) nothing but this check and the
 # commit's certification keeps a job another node took from being taken again.
+# And only inside the script's transaction: when the cluster aborts that
+# transaction, the statements after the abort may still run, autocommitted
+# (schema_queries.NO_AUTOCOMMIT_RETRY); a reservation committed alone would be
+# of jobs nobody reads back, charged an attempt when their lease runs out. (In
+# the status's comparison, as COMPLETE does: a condition on a variable alone is
+# folded into an impossible WHERE when the doctor explains it, autocommitted.)
 RESERVE_LOCKED = (
     "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
     " JOIN JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
@@ -86,7 +92,7 @@ RESERVE_LOCKED = (
     " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
     " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
     " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6)"
-    " WHERE j.status = 'ready'")
+    " WHERE j.status = IF(@@SESSION.in_transaction, 'ready', NULL)")
 
 # The claimed jobs, read back after the commit in claim order, in the column
 # order claimed_job() unpacks (attempts - 1: each row as it was before the
