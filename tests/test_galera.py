@@ -35,6 +35,11 @@ from prefork.store.mysql.session import is_contention
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
 SEQUENCES, STEPS = 30, 40
+# A node applies the others' writes a moment after they commit: a read there may
+# not see yet what the previous step wrote through another node. The model
+# expects each step to see the last (it names the jobs a claim takes), so its
+# sessions wait until their node has applied what the cluster committed.
+CAUSAL_READS = "SET SESSION wsrep_sync_wait = 15"
 
 
 @pytest.fixture
@@ -60,8 +65,15 @@ def test_store_contract_holds_with_stores_on_different_nodes(cluster):
             stores.append(open_store(config))
             stack.callback(stores[-1].close)
         stores[0].migrate()
+        for store in stores:   # the model's next step must see the last one's writes
+            with store.conn.cursor() as cursor:
+                cursor.execute(CAUSAL_READS)
         tally = Tally()
         run(stores, SEQUENCES, STEPS, tally)
+        # As tests/test_store_model.py: random sequences may all miss a single
+        # completion under a live lease; a second round then must not.
+        if not (tally["claimed"] and tally["complete (one) ok"]):
+            run(stores, SEQUENCES, STEPS, tally)
     assert tally["claimed"] and tally["complete (one) ok"], tally
 
 
