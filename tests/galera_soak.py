@@ -11,7 +11,13 @@ With `kill_node`, that node is SIGKILLed once the run is under way and
 restarted `down_seconds` later (it rejoins by IST); its supervisor keeps
 trying its own node meanwhile, the other two go on.
 
+measure_topologies(): jobs/s of plain jobs (one supervisor per node's worth)
+on a plain single server, then on the cluster with every supervisor on one
+node, then with one supervisor per node: each cluster figure as a ratio of
+the single server's, measured in the same run.
+
     python tests/galera_soak.py [--jobs 1000] [--kill-node 1]   # a cluster of its own
+    python tests/galera_soak.py --topologies [--jobs 3000]
 """
 import argparse
 import dataclasses
@@ -22,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from chaos import (
+    PLAIN_JOB_TYPE,
     Database,
     Scenario,
     SoakSettings,
@@ -30,6 +37,9 @@ from chaos import (
     enqueue_mixed,
 )
 from polling import poll_until
+from throwaway_db import ThrowawayMariaDB
+
+from prefork.store.mysql.store import MySQLStore
 
 FATAL_EVENTS = ("worker_fatal", "worker_boot_failed")
 ERROR_CODE = re.compile(r"Error \(?(\d{4})")   # "OperationalError 1213: ..."
@@ -142,6 +152,46 @@ def _audit_cluster(report, db, queue, sups, exec_runs, settings, node_back):
     report.figures["runs after the node was back"] = len(late)
 
 
+def measure_topologies(cluster, settings, workdir=None, log=None):
+    """{topology: jobs/s} of settings.plain_jobs plain jobs, cluster.size
+    supervisors of settings.workers each, and each cluster topology's ratio of the
+    single server's jobs/s."""
+    with ThrowawayMariaDB(database="pq_single") as single:
+        dsns = {"single server": [single.dsn] * cluster.size,
+                "one writer node": [cluster.dsn(0)] * cluster.size,
+                "writers on every node": [cluster.dsn(index) for index in range(cluster.size)]}
+        rates = {name: _drain_rate(name, nodes, settings, workdir, log)
+                 for name, nodes in dsns.items()}
+    reference = rates["single server"]
+    return rates, {name: round(rate / reference, 2) for name, rate in rates.items()}
+
+
+def _drain_rate(name, dsns, settings, workdir, log):
+    """jobs/s from the moment the ready supervisors are let at the queue (paused
+    until then) to the moment it is empty."""
+    db = Database(dsns[0], environ={})
+    with Scenario(db, "t", name, settings, workdir, log) as scenario:
+        control = MySQLStore(db.config)
+        try:
+            control.set_paused(scenario.queue, True)
+            scenario.enqueue(settings.plain_jobs, (0.0, 0.0), job_type=PLAIN_JOB_TYPE)
+            sups = [scenario.supervisor(f"t{index}", settings.workers, dsn=dsn)
+                    for index, dsn in enumerate(dsns)]
+            for sup in sups:
+                scenario.wait_ready(sup, settings.workers)
+            started = time.monotonic()
+            control.set_paused(scenario.queue, False)
+            poll_until(lambda: not db.unfinished(scenario.queue), settings.drain_timeout,
+                       interval=0.05, message=f"{name}: the queue to empty")
+            rate = settings.plain_jobs / (time.monotonic() - started)
+        finally:
+            control.close()
+        scenario.stop_all()
+    if log:
+        log(f"{name}: {rate:.0f} jobs/s")
+    return round(rate)
+
+
 def main(argv=None):
     from galera_cluster import GaleraCluster
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -149,6 +199,8 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--kill-node", type=int)
     parser.add_argument("--workdir")
+    parser.add_argument("--topologies", action="store_true",
+                        help="measure jobs/s on a single server and the cluster's topologies")
     args = parser.parse_args(argv)
     settings = MultiWriterSettings(jobs=args.jobs, plain_jobs=args.jobs, workers=args.workers,
                                    kill_node=args.kill_node)
@@ -158,6 +210,11 @@ def main(argv=None):
 
     with GaleraCluster() as cluster:
         log(f"cluster up in {cluster.timings['start']:.1f} s")
+        if args.topologies:
+            rates, ratios = measure_topologies(cluster, settings, args.workdir, log)
+            for name, rate in rates.items():
+                print(f"{name}: {rate} jobs/s, {ratios[name]}x the single server")
+            return 0
         report = run_multi_writer(cluster, settings, args.workdir, log)
     print(report.text())
     return 1 if report.failed() else 0
