@@ -11,7 +11,7 @@
   lost or stuck, no dead job with a committed effect, re-runs only of jobs the
   kill cut).
 
-Reduced size here (the file takes 2-3 minutes); PREFORK_SOAK_FULL=1 runs the
+Reduced size here (the file takes about a minute); PREFORK_SOAK_FULL=1 runs the
 ledger runs at full size (2,500 ledger + 2,500 plain jobs each).
 """
 import os
