@@ -5,6 +5,7 @@
   two different nodes;
 - a claim script the cluster aborts midway (another node's write wins): it
   fails whole, with the error, and nothing of it commits alone;
+- producers on two nodes enqueueing the same keys at once: no error, one job a key;
 - the chaos ledger run (tests/galera_soak.py) with a supervisor on each node:
   no fault (no re-run, no worker crash, every job done, exactly one effect per
   ledger job), then one node killed (SIGKILL) mid-run and restarted (nothing
@@ -16,6 +17,7 @@ ledger runs at full size (2,500 ledger + 2,500 plain jobs each).
 """
 import os
 import threading
+import uuid
 from contextlib import ExitStack
 
 import pymysql
@@ -122,6 +124,38 @@ def _write_when_asleep(cluster, connection_id, job_id):
         with writer.cursor() as cursor:
             cursor.execute("UPDATE prefork_jobs SET updated_at = UTC_TIMESTAMP(6)"
                            " WHERE id = %s", (job_id,))
+
+
+def test_producers_on_two_nodes_enqueue_the_same_keys(cluster):
+    """The loser of two nodes' inserts of one key is told 1213 (the cluster
+    aborted it; the server does not retry it: session.py): the store inserts
+    again, and finds the winner's job."""
+    keys = [uuid.uuid4().hex for _ in range(200)]
+    stores = [open_store(config_module.load({"dsn": cluster.dsn(index)}, environ={}))
+              for index in (0, 1)]
+    start = threading.Barrier(len(stores))
+    ids, errors = [[] for _ in stores], []
+
+    def produce(index):
+        start.wait()
+        for key in keys:
+            try:
+                ids[index].append(stores[index].enqueue(NewJob("noop", "{}", queue="same-keys",
+                                                               key=key)))
+            except pymysql.err.MySQLError as exc:
+                errors.append(exc)
+    try:
+        stores[0].migrate()
+        producers = [threading.Thread(target=produce, args=(index,)) for index in (0, 1)]
+        for producer in producers:
+            producer.start()
+        for producer in producers:
+            producer.join()
+        assert not errors, f"{len(errors)} enqueues failed: {errors[:3]}"
+        assert ids[0] == ids[1] and len(set(ids[0])) == len(keys)
+    finally:
+        for store in stores:
+            store.close()
 
 
 def test_writers_on_every_node_run_each_job_once(cluster, tmp_path):
