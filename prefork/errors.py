@@ -9,6 +9,13 @@ class LeaseLost(Exception):
     """The job's lease expired or another worker owns it now; our result is void."""
 
 
+class CommitConflict(Exception):
+    """A handler's transaction (job.transaction()) lost to a concurrent one: a
+    deadlock, or on a cluster with writers on several nodes a certification
+    failure at commit. Everything it wrote was rolled back and the job is still
+    ours: it is given back with its attempt restored, not failed."""
+
+
 class UserError(Exception):
     """Bad input from the user (config, DSN, JSON, option...): one line, no traceback."""
 

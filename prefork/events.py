@@ -113,6 +113,10 @@ class Event(enum.StrEnum):
                      "a running (or claimed, not started) job was cancelled: it ended "
                      "cancelled, not retried")
     CLAIM_RELEASED = ("claim_released", INFO, "a claimed job not yet started was given back")
+    JOB_CONFLICT_RELEASED = ("job_conflict_released", WARNING,
+                             "a job's transaction lost to a concurrent one (deadlock or "
+                             "certification failure): rolled back, the job given back "
+                             "with its attempt restored")
     CLAIM_RELEASED_ON_SHUTDOWN = ("claim_released_on_shutdown", INFO,
                                   "a stop gave a claimed (or interrupted) job back")
     # -- command jobs (worker/commands.py) ----------------------------------------------

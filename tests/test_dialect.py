@@ -247,7 +247,7 @@ def test_the_mysql_dialects_statements_read_an_index_range(store, clean_db, dial
         (portable.LOCK_NEXT_READY_IDS.format(levels=levels(3)), ("q1", 0, 1, 2, "q1", 10),
          "ix_prefork_jobs_claim"),
         (portable.RESERVE_IDS.format(ids=ids), ("s", 1, WORKER, None, 5, 9), "PRIMARY"),
-        (portable.READ_BACK_IDS.format(ids=ids), (5, 9), "PRIMARY"),
+        (portable.READ_BACK_IDS.format(ids=ids), (5, 9, "s"), "PRIMARY"),
         (portable.COMPLETE_LEASED.format(lease_pairs=pairs), (5, "a" * 32, 9, "b" * 32),
          "PRIMARY"),
         (portable.DONE_UNDER_LEASES.format(lease_pairs=pairs), (5, "a" * 32, 9, "b" * 32),

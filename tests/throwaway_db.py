@@ -151,7 +151,7 @@ class ThrowawayMariaDB:
                 if chosen or "Address already in use" not in self._error_tail():
                     raise
         with self.connect() as conn, conn.cursor() as cursor:
-            cursor.execute(f"CREATE DATABASE `{self.database}`")
+            cursor.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
         return self
 
     def _install(self):

@@ -67,8 +67,9 @@ def mariadb_statements() -> tuple[list[Planned], list[Planned]]:
         Planned("lock a group's leases",
                 mariadb_sql.LOCK_LEASED_GROUP.format(lease_pairs=one_lease),
                 lambda s: (s.job_id, s.token), {"prefork_jobs": "PRIMARY"}),
-        Planned("mark the group done", mariadb_sql.COMPLETE_LOCKED_GROUP, lambda s: (),
-                {"j": "PRIMARY"}),
+        Planned("mark the group done",
+                mariadb_sql.COMPLETE_LOCKED_GROUP.format(lease_pairs=one_lease),
+                lambda s: (s.job_id, s.token), {"j": "PRIMARY"}),
         *_single_completion(),
     ]
     return claim, completion
@@ -121,8 +122,8 @@ def mysql_statements() -> tuple[list[Planned], list[Planned]]:
         Planned("reserve them", mysql_sql.RESERVE_IDS.format(ids=one_id),
                 lambda s: (secrets.token_hex(16), 60_000_000, "doctor", None, s.job_id),
                 {"prefork_jobs": "PRIMARY"}),
-        Planned("read them back", mysql_sql.READ_BACK_IDS.format(ids=one_id), lambda s: (s.job_id,),
-                {"prefork_jobs": "PRIMARY"}),
+        Planned("read them back", mysql_sql.READ_BACK_IDS.format(ids=one_id),
+                lambda s: (s.job_id, secrets.token_hex(16)), {"prefork_jobs": "PRIMARY"}),
         *_limited_claim(),
     ]
     completion = [

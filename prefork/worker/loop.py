@@ -12,7 +12,8 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 from .. import registry
-from ..errors import CommandFailed, JobCancelled, JobTimeout, LeaseLost, QuickStop, RejectedJob
+from ..errors import CommandFailed, CommitConflict, JobCancelled, JobTimeout, LeaseLost
+from ..errors import QuickStop, RejectedJob
 from ..failures import ErrorWriter
 from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
@@ -282,6 +283,10 @@ class Worker:
         error_detail setting says (our own messages as they are), and in the log
         where it was raised."""
         if isinstance(exc, LeaseLost):
+            return self.lease_lost(job)
+        if isinstance(exc, CommitConflict):   # contention, not the job's failure
+            if self.give_back(job, "job_conflict_released", error=str(exc)):
+                return Outcome.RELEASED
             return self.lease_lost(job)
         decision = registry.rules(job.type).decide(exc, job.attempt, job.max_attempts,
                                                    self.policy)

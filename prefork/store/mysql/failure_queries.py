@@ -15,14 +15,16 @@ LOCK_FAILING = (
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
     " AND lease_until > UTC_TIMESTAMP(6) FOR UPDATE")
 
-# (status, error, history, delay in microseconds, status again, id), on the row
-# LOCK_FAILING holds. A job that leaves `reserved` has no cancellation pending.
+# (status, error, history, delay in microseconds, status again, id, token), on
+# the row LOCK_FAILING holds. A job that leaves `reserved` has no cancellation
+# pending. Fenced again by the state it expects: on a cluster with writers on
+# several nodes (Galera) the lock is only this node's.
 FAIL = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, last_error = %s,"
     " error_history = %s, lease_token = NULL, lease_until = NULL,"
     " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " finished_at = IF(%s = 'ready', NULL, UTC_TIMESTAMP(6)), cancel_requested_at = NULL,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
 # The dead worker's job, locked by its token (no lease check: the token
 # proves nobody else took it).
@@ -32,10 +34,10 @@ LOCK_HELD = (
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s FOR UPDATE")
 
 # (status, attempt restored 0/1, crash 0/1, error, history, delay in
-# microseconds, status, id), on the row LOCK_HELD holds.
+# microseconds, status, id, token), on the row LOCK_HELD holds; fenced like FAIL.
 HAND_BACK = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, attempts = attempts - %s,"
     " crashes = crashes + %s, last_error = %s, error_history = %s, lease_token = NULL,"
     " lease_until = NULL, available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " finished_at = IF(%s = 'ready', NULL, UTC_TIMESTAMP(6)), cancel_requested_at = NULL,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s")
+    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s AND status = 'reserved' AND lease_token = %s")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pymysql
 
-from ...errors import LeaseLost
+from ...errors import CommitConflict, LeaseLost
 from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
 from ...retry import Decision, RetryPolicy, hand_back_decision
@@ -40,7 +40,7 @@ from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMMIT, COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
-from .session import micros
+from .session import error_code, is_contention, micros
 
 # Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
 Claimant = tuple[str, float, int | None]
@@ -70,17 +70,29 @@ class MySQLLifeCycle(MySQLDue):
         completed: set[int] = set()
         jobs: list[Job] = []
         for target in targets:
-            done, claimed = self._run_claim(leases, target, limit - len(jobs), claimant)
+            done, claimed = self._claim_or_complete(leases, target, limit - len(jobs), claimant)
             completed, leases, jobs = completed | done, (), jobs + claimed
             if len(jobs) >= limit:
                 break
         return completed, jobs
 
+    def _claim_or_complete(self, leases: Sequence[Lease], target: Target, limit: int,
+                           claimant: Claimant) -> tuple[set[int], list[Job]]:
+        """_run_claim; when it is still contended after its retries (writers on
+        several cluster nodes all want the queue's head), nothing is claimed this
+        time: the completions go alone, and the worker asks again later."""
+        try:
+            return self._run_claim(leases, target, limit, claimant)
+        except pymysql.err.OperationalError as exc:
+            if not is_contention(exc):
+                raise
+            return self.complete_many(leases), []
+
     def complete_many(self, leases: Sequence[Lease]) -> set[int]:
         if not leases:
             return set()
         results = self._retry_contention(
-            lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases)))
+            lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases) * 2))
         return _completed_ids(results[-1][0][0])
 
     def _run_claim(self, leases: Sequence[Lease], target: Target, limit: int,
@@ -89,8 +101,9 @@ class MySQLLifeCycle(MySQLDue):
         to `limit` jobs of one target; returns (ids of the jobs it completed, [Job])."""
         worker, lease_seconds, process_id = claimant
         claim_script = _fenced(COMPLETE_AND_CLAIM if leases else CLAIM, leases, target)
-        args = (*_flat(leases), *target_args(target), limit, secrets.token_hex(16),
-                micros(lease_seconds), worker, process_id)
+        secret = secrets.token_hex(16)   # the reservation's and the read-back's fence
+        args = (*_flat(leases) * 2, *target_args(target), limit, secret, micros(lease_seconds),
+                worker, process_id, secret)
         rows, ((completed,),) = self._retry_contention(
             lambda: self._script_results(claim_script, args))
         return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]
@@ -132,6 +145,12 @@ class MySQLLifeCycle(MySQLDue):
                     raise LeaseLost(f"job {job.id}: lease lost before completion")
                 yield cursor
                 cursor.execute(self.completion_end)
+            except pymysql.err.OperationalError as exc:
+                self._end_rolled_back()
+                if is_contention(exc):   # rolled back, the job still ours: not a failure
+                    raise CommitConflict(f"job {job.id}: its transaction lost to a concurrent"
+                                         f" one ({error_code(exc)}), rolled back") from exc
+                raise
             except BaseException:
                 self._end_rolled_back()
                 raise
@@ -164,9 +183,9 @@ class MySQLLifeCycle(MySQLDue):
             assert locked is not None
             history, now, cancelling = locked
             status = failed_status(decision.dead, cancelling).value
-            cursor.execute(FAIL, (status, error, appended_history(history, job.attempt, now, error),
-                                  micros(decision.delay), status, job.id))
-            return True
+            return cursor.execute(FAIL, (status, error,
+                                         appended_history(history, job.attempt, now, error),
+                                         micros(decision.delay), status, *job.lease)) == 1
 
     def release(self, job: Job) -> bool:
         return self._rowcount(_fenced(RELEASE, [job.lease]), job.lease) == 1
@@ -194,6 +213,11 @@ class MySQLLifeCycle(MySQLDue):
 
     def hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
                   max_crashes: int, charge: bool = True) -> JobStatus | None:
+        return self._retry_contention(functools.partial(
+            self._hand_back, job_id, lease_token, cause, policy, max_crashes, charge))
+
+    def _hand_back(self, job_id: int, lease_token: str, cause: str, policy: RetryPolicy,
+                   max_crashes: int, charge: bool) -> JobStatus | None:
         with self._transaction() as cursor:
             if cursor.execute(LOCK_HELD, (job_id, lease_token)) != 1:
                 return None
@@ -206,11 +230,15 @@ class MySQLLifeCycle(MySQLDue):
             error = bounded(error)
             if charge:   # a used attempt is a failed one; a restored one is not
                 history = appended_history(history, attempts, now, error)
-            cursor.execute(HAND_BACK, (status.value, 0 if charge else 1, 1 if charge else 0,
-                                       error, history, micros(delay), status.value, job_id))
-            return status
+            handed = cursor.execute(HAND_BACK, (status.value, 0 if charge else 1,
+                                                1 if charge else 0, error, history, micros(delay),
+                                                status.value, job_id, lease_token))
+            return status if handed == 1 else None
 
     def recover_expired(self, limit: int = 100) -> int:
+        return self._retry_contention(functools.partial(self._recover_expired, limit))
+
+    def _recover_expired(self, limit: int) -> int:
         with self._transaction() as cursor:
             cursor.execute(LOCK_EXPIRED, (limit,))
             ids = [row[0] for row in cursor.fetchall()]

@@ -304,8 +304,9 @@ class MySQLLimits(MySQLSession):
         buckets = sorted(started.buckets.items())
         statements = [RESERVE_IDS.format(ids=ids), READ_BACK_IDS.format(ids=ids),
                       *[WRITE_BUCKET] * len(buckets), COMMIT]
-        args: list[Any] = [secrets.token_hex(16), micros(lease_seconds), worker, process_id,
-                           *started.job_ids, *started.job_ids]
+        secret = secrets.token_hex(16)
+        args: list[Any] = [secret, micros(lease_seconds), worker, process_id,
+                           *started.job_ids, *started.job_ids, secret]
         for group, bucket in buckets:
             args += [bucket.tokens, bucket.refilled_at, *group]
         (rows,) = self._script_results(script(*statements), args)

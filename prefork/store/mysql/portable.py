@@ -76,7 +76,8 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
         worker, lease_seconds, process_id = claimant
         listed = placeholders(len(ids))
         reserve = script(RESERVE_IDS.format(ids=listed), READ_BACK_IDS.format(ids=listed), COMMIT)
-        args = (secrets.token_hex(16), micros(lease_seconds), worker, process_id, *ids, *ids)
+        secret = secrets.token_hex(16)
+        args = (secret, micros(lease_seconds), worker, process_id, *ids, *ids, secret)
         (rows,) = self._script_results(reserve, args)
         return rows
 

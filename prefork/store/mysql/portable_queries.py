@@ -30,20 +30,24 @@ LOCK_NEXT_READY_IDS = (
 
 # Reserve the locked jobs ({ids}; secret, lease in microseconds, worker,
 # supervisor id, then the ids). The token of each job is derived from the
-# claim's secret and its id, as the mariadb dialect's RESERVE_LOCKED does.
+# claim's secret and its id, as the mariadb dialect's RESERVE_LOCKED does, and
+# like it the reservation is fenced by the state it expects (ready).
 RESERVE_IDS = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
     " SET status = 'reserved', attempts = attempts + 1,"
     " lease_token = LEFT(SHA2(CONCAT(%s, id), 256), 32),"
     " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
-    " process_id = %s, updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids})")
+    " process_id = %s, updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'ready'")
 
-# The reserved jobs ({ids}) in claim order, still locked (read before the
-# commit), in the column order claimed_job() unpacks, then the token.
+# The reserved jobs ({ids}, then the secret) in claim order, still locked (read
+# before the commit), in the column order claimed_job() unpacks, then the token:
+# only those reserved with this claim's tokens.
 READ_BACK_IDS = (
     "SELECT id, job_type, queue, payload, attempts - 1, max_attempts, idempotency_key,"
     " crashes, lease_token FROM prefork_jobs FORCE INDEX (PRIMARY)"
-    " WHERE id IN ({ids}) ORDER BY priority, available_at, id")
+    " WHERE id IN ({ids}) AND status = 'reserved'"
+    " AND lease_token = CONVERT(LEFT(SHA2(CONCAT(%s, id), 256), 32) USING ascii)"
+    " ORDER BY priority, available_at, id")
 
 # Of a group of leases ({lease_pairs}), mark done the jobs whose lease is ours and
 # live. The token stays on a done row: it tells DONE_UNDER_LEASES, and any later

@@ -75,6 +75,15 @@ LOCK_NEXT_READY = (
 # without the claim's random 16-byte secret, unique per job. FORCE INDEX
 # (PRIMARY) on the join: on a big table the optimizer would rather read every
 # reserved row through the lease index, locking other workers' jobs.
+# Fenced by the state it expects (ready): a lock is only this server's, and on a
+# cluster with writers on several nodes (Galera) nothing but this check and the
+# commit's certification keeps a job another node took from being taken again.
+# And only inside the script's transaction: when the cluster aborts that
+# transaction, the statements after the abort may still run, autocommitted
+# (schema_queries.NO_AUTOCOMMIT_RETRY); a reservation committed alone would be
+# of jobs nobody reads back, charged an attempt when their lease runs out. (In
+# the status's comparison, as COMPLETE does: a condition on a variable alone is
+# folded into an impossible WHERE when the doctor explains it, autocommitted.)
 RESERVE_LOCKED = (
     "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
     " JOIN JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
@@ -82,16 +91,22 @@ RESERVE_LOCKED = (
     " SET j.status = 'reserved', j.attempts = j.attempts + 1,"
     " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
     " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
-    " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6)")
+    " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6)"
+    " WHERE j.status = IF(@@SESSION.in_transaction, 'ready', NULL)")
 
 # The claimed jobs, read back after the commit in claim order, in the column
 # order claimed_job() unpacks (attempts - 1: each row as it was before the
-# reservation), then the token.
+# reservation), then the token. Only rows reserved with this claim's tokens
+# (the secret again; the token column is ASCII): a job the reservation did not
+# take is not ours.
 READ_BACK_CLAIMED = (
     "SELECT j.id, j.job_type, j.queue, j.payload, j.attempts - 1, j.max_attempts,"
     " j.idempotency_key, j.crashes, j.lease_token"
     " FROM JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
-    " JOIN prefork_jobs AS j ON j.id = claimed.id ORDER BY j.priority, j.available_at, j.id")
+    " JOIN prefork_jobs AS j ON j.id = claimed.id"
+    " WHERE j.status = 'reserved'"
+    " AND j.lease_token = CONVERT(LEFT(SHA2(CONCAT(%s, j.id), 256), 32) USING ascii)"
+    " ORDER BY j.priority, j.available_at, j.id")
 
 # Of a group of leases ({lease_pairs}), lock in id order the jobs whose lease is
 # ours and live, or that are done already with our token (the parent may have
@@ -103,14 +118,16 @@ LOCK_LEASED_GROUP = (
 
 # Mark the locked ones that are still reserved done. The token stays on a done
 # row: it tells a later group completion that the job was written with that lease.
-# A cancellation asked for too late is dropped: the job finished first.
+# A cancellation asked for too late is dropped: the job finished first. Fenced by
+# the leases again ({lease_pairs}: their `id` is the job's, hence job_id for the
+# list's), like every state change: the lock is only this server's (see RESERVE_LOCKED).
 COMPLETE_LOCKED_GROUP = (
     "UPDATE prefork_jobs AS j FORCE INDEX (PRIMARY)"
-    " JOIN JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$'))"
-    " AS completed ON j.id = completed.id"
+    " JOIN JSON_TABLE(@prefork_completed, '$[*]' COLUMNS (job_id BIGINT UNSIGNED PATH '$'))"
+    " AS completed ON j.id = completed.job_id"
     " SET j.status = 'done', j.lease_until = NULL, j.finished_at = UTC_TIMESTAMP(6),"
     " j.cancel_requested_at = NULL, j.updated_at = UTC_TIMESTAMP(6)"
-    " WHERE j.status = 'reserved'")
+    " WHERE j.status = 'reserved' AND ({lease_pairs})")
 
 COMPLETED_IDS = "SELECT @prefork_completed"
 

@@ -38,3 +38,13 @@ READ_COMMITTED = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
 # MariaDB only (seconds): see session.py.
 IDLE_TRANSACTION_TIMEOUT = "SET SESSION idle_transaction_timeout = %s"
 
+# MariaDB built with Galera only (session._set_up). A Galera node runs a statement
+# the cluster aborted (another node's write won) again when it looks autocommitted
+# (wsrep_retry_autocommit, 1 by default), and tells the client nothing. In one of
+# the store's scripts (START TRANSACTION ... COMMIT in one round trip), once the
+# abort has rolled the transaction back, the rest of the script looks
+# autocommitted: its first steps are undone, its last ones commit alone, no error
+# (a claim reported a completion that had been rolled back). Without the retry
+# the script stops on the error, and the store runs it again whole.
+NO_AUTOCOMMIT_RETRY = "SET SESSION wsrep_retry_autocommit = 0"
+

@@ -24,14 +24,23 @@ from .dsn import redacted as redacted
 from .host_queries import SERVER_ROLE_MARIADB, SERVER_ROLE_MYSQL
 from .hosts import HostFailed, connect_first, refusal
 from .portable_queries import MYSQL_SQL_MODE
-from .schema_queries import IDLE_TRANSACTION_TIMEOUT, READ_COMMITTED, SESSION_SETTINGS
+from .schema_queries import (IDLE_TRANSACTION_TIMEOUT, NO_AUTOCOMMIT_RETRY, READ_COMMITTED,
+                             SESSION_SETTINGS)
 from .server import Flavor, Server, check_supported, dialect_for, parse_version
 from .session_queries import SET_NAMES
 
 # The connection's character set; session_queries.SET_NAMES names the same.
 CHARSET = "utf8mb4"
-DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT)
-CONTENTION_RETRIES = 5
+# Contention: the transaction (or statement) lost to a concurrent one and was
+# rolled back; trying it again is the cure. A deadlock or lock-wait timeout on
+# one server; on a cluster with writers on several nodes (Galera), a
+# certification failure at commit (1213, or 1180 from the commit itself) and a
+# transaction aborted by a replicated one (brute force: 1213).
+DEADLOCK_CODES = (ER.LOCK_DEADLOCK, ER.LOCK_WAIT_TIMEOUT, ER.ERROR_DURING_COMMIT)
+# Bounded back-off: 8 tries, the pauses doubling from 5 ms to at most 320 ms
+# (about 1.3 s in all at worst), jittered so the parties do not collide again.
+CONTENTION_RETRIES = 8
+CONTENTION_PAUSE = (0.005, 0.32)
 # COM_SET_OPTION's two options (MySQL and MariaDB client/server protocol).
 MULTI_STATEMENTS_ON, MULTI_STATEMENTS_OFF = 0, 1
 
@@ -45,6 +54,18 @@ def micros(seconds: float) -> int:
 
 def error_code(exc: BaseException) -> int | None:
     return exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+
+
+def is_contention(exc: BaseException) -> bool:
+    """Lost to a concurrent transaction (DEADLOCK_CODES): retry, never a failure.
+    Not 1047 (a Galera node not ready: unavailability, like a lost connection)."""
+    return isinstance(exc, pymysql.err.OperationalError) and error_code(exc) in DEADLOCK_CODES
+
+
+def contention_pause(attempt: int) -> float:
+    """Seconds before retry `attempt` (0 first) of a contended transaction."""
+    low, high = CONTENTION_PAUSE
+    return random.uniform(0.5, 1.0) * min(high, low * 2.0 ** attempt)
 
 
 class _Connection(pymysql.connections.Connection):
@@ -223,19 +244,35 @@ def _set_up(conn: pymysql.connections.Connection, server: Server, dialect: Flavo
         # portable.py.)
         statements.append(IDLE_TRANSACTION_TIMEOUT)
         args = (idle_seconds(config.lease_seconds),)
+        # Galera: no silent retry of an aborted statement (see NO_AUTOCOMMIT_RETRY);
+        # last of the settings, as a server built without Galera refuses it.
+        statements.append(NO_AUTOCOMMIT_RETRY)
     else:
         statements.append(MYSQL_SQL_MODE)
-    statements.append(SERVER_ROLE_MARIADB if server.flavor is Flavor.MARIADB
-                      else SERVER_ROLE_MYSQL)
-    # The server answers every statement of the script at once; each answer is
-    # read in turn (raising the error of any), the role's row last.
+    role_query = SERVER_ROLE_MARIADB if server.flavor is Flavor.MARIADB else SERVER_ROLE_MYSQL
+    try:
+        role = _last_row(conn, [*statements, role_query], args)
+    except pymysql.err.OperationalError as exc:
+        if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
+            raise
+        # A server built without Galera refused NO_AUTOCOMMIT_RETRY, and a script
+        # stops at its first error: the settings before it are in force, the role
+        # still to be read.
+        role = _last_row(conn, [role_query], ())
+    assert role is not None, "the role query returns one row"
+    return role
+
+
+def _last_row(conn: pymysql.connections.Connection, statements: list[str],
+              args: tuple[int, ...]) -> Row | None:
+    """Run a script in one round trip; the first row of its last statement. The server
+    answers every statement at once; each answer is read in turn (raising the error
+    of any)."""
     with conn.cursor() as cursor:
         cursor.execute(";\n".join(statements), args or None)
         while cursor.nextset():
             pass
-        role = cursor.fetchone()
-    assert role is not None, "the role query returns one row"
-    return role
+        return cursor.fetchone()
 
 
 def idle_seconds(lease_seconds: float) -> int:
@@ -316,17 +353,17 @@ class MySQLSession(Store):
         return self._retry_contention(execute)
 
     def _retry_contention(self, action: Callable[[], Result]) -> Result:
-        """Run action(). A deadlock or lock-wait timeout is contention, not failure:
-        roll back and retry after a short random pause, so the parties do not
-        collide again. Only for whole transactions or autocommitted statements."""
+        """Run action(). Contention (is_contention) is not failure: roll back and
+        retry after a bounded, jittered back-off. Only for whole transactions or
+        autocommitted statements."""
         for attempt in range(CONTENTION_RETRIES):
             try:
                 return action()
             except pymysql.err.OperationalError as exc:
                 self._rollback_quietly()
-                if error_code(exc) not in DEADLOCK_CODES or attempt == CONTENTION_RETRIES - 1:
+                if not is_contention(exc) or attempt == CONTENTION_RETRIES - 1:
                     raise
-                time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+                time.sleep(contention_pause(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _rollback_quietly(self) -> None:

@@ -79,8 +79,12 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
     # -- producing --------------------------------------------------------------
 
     def enqueue(self, new_job: NewJob) -> int:
-        with self.conn.cursor() as cursor:
-            job_id = enqueue_on(cursor, new_job)
+        def insert() -> int:
+            with self.conn.cursor() as cursor:
+                return enqueue_on(cursor, new_job)
+        # Autocommitted, hence safe to run again: on a cluster another node's
+        # insert of the same key may win (session.py, NO_AUTOCOMMIT_RETRY).
+        job_id = self._retry_contention(insert)
         self.ring([new_job])
         return job_id
 
