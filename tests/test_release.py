@@ -15,6 +15,7 @@ import zipfile
 from contextlib import suppress
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import ROOT, wait_until
 from harness import titles
@@ -37,9 +38,9 @@ def checkout_files(*paths):
     return [name for name in listed.stdout.decode().split("\0") if name and (ROOT / name).exists()]
 
 
-def run(*args, **kwargs):
-    result = subprocess.run(args, capture_output=True, text=True, timeout=kwargs.pop("timeout", COMMAND_TIMEOUT),
-                            **kwargs)
+def run(*args, timeout=COMMAND_TIMEOUT, **kwargs):
+    """Run a command to its end; it must exit 0."""
+    result = subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kwargs)
     assert result.returncode == 0, f"{args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
     return result
 
@@ -106,7 +107,8 @@ def test_the_version_is_written_once():
 def test_the_wheel_alone_runs_the_quick_start_and_doctor(venv, tmp_path):
     workdir, env = tmp_path / "empty", user_env(venv)
     workdir.mkdir()
-    where = run(str(venv / "bin" / "python"), "-c", "import prefork; print(prefork.__file__)", cwd=workdir, env=env)
+    where = run(str(venv / "bin" / "python"), "-c", "import prefork; print(prefork.__file__)",
+                cwd=workdir, env=env)
     assert Path(where.stdout.strip()).is_relative_to(venv / "lib"), where.stdout
     cli = str(venv / "bin" / "prefork-queue")
     assert run(cli, "--version", cwd=workdir, env=env).stdout.strip() == f"prefork-queue {declared_version()}"
@@ -123,9 +125,10 @@ def test_the_wheel_alone_runs_the_quick_start_and_doctor(venv, tmp_path):
         os.killpg(supervisor.pid, signal.SIGINT)
         assert supervisor.wait(timeout=90) == 0, Path(log.name).read_text()
     finally:
-        with suppress(ProcessLookupError):
+        if supervisor.returncode is None:      # not reaped yet: its group id is still ours
             os.killpg(supervisor.pid, signal.SIGKILL)
-        supervisor.wait(timeout=30)
+            supervisor.wait(timeout=30)
+        kill_left_in(workdir)
         log.close()
     doctor = run(cli, "doctor", cwd=workdir, env=env)
     assert "no check failed" in doctor.stdout, doctor.stdout
@@ -134,6 +137,14 @@ def test_the_wheel_alone_runs_the_quick_start_and_doctor(venv, tmp_path):
 def all_workers_up(supervisor, log):
     assert supervisor.poll() is None, f"exited {supervisor.returncode}:\n{Path(log.name).read_text()}"
     return "master [default] workers 2/2 " in titles([supervisor.pid]).get(supervisor.pid, "")
+
+
+def kill_left_in(workdir):
+    """Kill any process still running in workdir (a worker whose supervisor died)."""
+    for proc in psutil.process_iter():
+        with suppress(psutil.Error):
+            if Path(proc.cwd()).is_relative_to(workdir):
+                proc.kill()
 
 
 def enqueue_quick_start_jobs(cli, workdir, env):
@@ -145,4 +156,5 @@ def enqueue_quick_start_jobs(cli, workdir, env):
 
 
 def statuses(cli, workdir, env):
-    return [json.loads(run(cli, "show", str(job), cwd=workdir, env=env).stdout)["status"] for job in range(1, 5)]
+    shown = (run(cli, "show", str(job), cwd=workdir, env=env).stdout for job in range(1, 5))
+    return [json.loads(job)["status"] for job in shown]
