@@ -84,7 +84,7 @@ def test_the_build_declares_its_package_data_and_passes_twine(release):
     run(sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel))
 
 
-def test_the_wheel_and_the_sdist_hold_every_file_of_the_package(release):
+def test_the_wheel_holds_every_file_of_the_package_and_the_sdist_the_tests_too(release):
     _, sdist, wheel = release
     package = {name for name in checkout_files("prefork") if not name.endswith(".pyc")}
     in_wheel = set(zipfile.ZipFile(wheel).namelist())
@@ -93,7 +93,9 @@ def test_the_wheel_and_the_sdist_hold_every_file_of_the_package(release):
     assert {"prefork/py.typed", "prefork/schema/mysql/0001_jobs.sql",
             "prefork/dashboard/templates/base.html", "prefork/dashboard/static/dashboard.css"} <= package
     assert package - in_wheel == set()
-    assert (package | {"CHANGELOG.md", "README.md", "setup.cfg"}) - in_sdist == set()
+    source = {name for name in checkout_files("prefork", "tests", "conf") if not name.endswith(".pyc")}
+    assert {"tests/conftest.py", "conf/prefork-queue.service"} <= source
+    assert (source | {"CHANGELOG.md", "README.md", "setup.cfg", "pyproject.toml"}) - in_sdist == set()
 
 
 def test_the_version_is_written_once():
