@@ -30,12 +30,16 @@ literal or comment: PyMySQL substitutes there.
 Running enqueued jobs inline in an application's tests: `import prefork.testing`
 (not imported here, so production processes do not load it).
 """
+from importlib import metadata
+
 from .cancellation import CancelReport
 from .client import Client, Connection, cancel, enqueue, notify
 from .errors import JobCancelled, LeaseLost, PermanentError
 from .jobs import Job
 from .registry import handler
 
-__version__ = "0.1.0"
+# The one version literal is setup.cfg's; an installed package (wheel or editable) has it
+# in its metadata.
+__version__ = metadata.version("prefork-queue")
 __all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
            "PermanentError", "LeaseLost", "JobCancelled"]
