@@ -1,0 +1,149 @@
+"""Reference pages generated from the code, so that they cannot drift from it:
+
+- ``{prefork-settings}``: the settings table, `prefork-queue config --markdown`'s
+  (prefork.settings.settings_table);
+- ``{prefork-events}``: the event catalogue of prefork/events.py;
+- ``{prefork-exit-codes}``: prefork/cli/exit_codes.py, each code with the comment
+  above it;
+- ``{prefork-job-states}``: prefork.jobs.JobStatus, each state with its comment;
+- ``{prefork-migrations}``: each schema version of prefork/schema/mysql, with the
+  comment that opens its file;
+
+and a check that every object autodoc documents has a docstring (a warning, so
+`sphinx -W` fails on one without)."""
+import ast
+import inspect
+import logging as std_logging
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from prefork.cli.exit_codes import ExitCode
+from prefork.events import Event
+from prefork.jobs import JobStatus
+from prefork.settings import settings_table
+
+LOGGER = logging.getLogger(__name__)
+NEEDS_A_DOCSTRING = {"module", "class", "exception", "function", "method", "property",
+                     "classmethod", "staticmethod"}
+
+
+def events_table() -> str:
+    """The catalogue as a Markdown table: name, level, meaning."""
+    rows = ["| event | level | meaning |", "|---|---|---|"]
+    for event in Event:
+        level = std_logging.getLevelName(event.level).lower()
+        rows.append(f"| `{event.value}` | {level} | {_cell(event.meaning)} |")
+    return "\n".join(rows) + "\n"
+
+
+def exit_codes_table() -> str:
+    """Each exit code, its name and the comment written above it in exit_codes.py."""
+    rows = ["| exit | name | meaning |", "|---:|---|---|"]
+    comments = member_comments(inspect.getsource(ExitCode))
+    for code in ExitCode:
+        meaning = comments.get(code.name) or "success"
+        rows.append(f"| {int(code)} | `{code.name}` | {_cell(meaning)} |")
+    return "\n".join(rows) + "\n"
+
+
+def job_states_table() -> str:
+    """Each job state, with the comment beside it in prefork/jobs.py."""
+    rows = ["| state | meaning |", "|---|---|"]
+    comments = member_comments(inspect.getsource(JobStatus))
+    for state in JobStatus:
+        rows.append(f"| `{state.value}` | {_cell(comments.get(state.name, ''))} |")
+    return "\n".join(rows) + "\n"
+
+
+def migrations_table() -> str:
+    """Each MySQL schema version, with the comment that opens its file."""
+    folder = Path(inspect.getfile(JobStatus)).parent / "schema" / "mysql"
+    rows = ["| version | what it brings |", "|---|---|"]
+    for path in sorted(folder.glob("[0-9]*.sql")):
+        rows.append(f"| `{path.stem}` | {_cell(opening_comment(path.read_text()))} |")
+    return "\n".join(rows) + "\n"
+
+
+def opening_comment(sql: str) -> str:
+    """The `--` lines a SQL file starts with, up to its first blank comment line."""
+    words = []
+    for line in sql.splitlines():
+        text = line.strip()
+        if not text.startswith("--") or text == "--":
+            break
+        words.append(text[2:].strip())
+    return " ".join(words)
+
+
+def member_comments(source: str) -> dict[str, str]:
+    """{member name: the `#` comment beside its assignment, or the comment lines just
+    above it, joined}."""
+    lines = source.splitlines()
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            beside = lines[node.lineno - 1].partition("#")[2].strip()
+            above, number = [], node.lineno - 2
+            while number >= 0 and lines[number].strip().startswith("#"):
+                above.insert(0, lines[number].strip().lstrip("#").strip())
+                number -= 1
+            found[node.targets[0].id] = beside or " ".join(above)
+    return found
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+class GeneratedTable(SphinxDirective):
+    """A Markdown table made by `make()`, parsed as the page's own Markdown."""
+
+    make = staticmethod(lambda: "")
+
+    def run(self) -> list[nodes.Node]:
+        container = nodes.container(classes=["prefork-generated"])
+        self.state.nested_parse(StringList(self.make().splitlines(), source="(generated)"),
+                                self.content_offset, container)
+        return [container]
+
+
+class SettingsTable(GeneratedTable):
+    make = staticmethod(settings_table)
+
+
+class EventsTable(GeneratedTable):
+    make = staticmethod(events_table)
+
+
+class ExitCodesTable(GeneratedTable):
+    make = staticmethod(exit_codes_table)
+
+
+class JobStatesTable(GeneratedTable):
+    make = staticmethod(job_states_table)
+
+
+class MigrationsTable(GeneratedTable):
+    make = staticmethod(migrations_table)
+
+
+def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any,
+                      lines: list[str]) -> None:
+    if what in NEEDS_A_DOCSTRING and not any(line.strip() for line in lines):
+        LOGGER.warning("%s %s has no docstring", what, name, type="prefork", subtype="docstring")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("prefork-settings", SettingsTable)
+    app.add_directive("prefork-events", EventsTable)
+    app.add_directive("prefork-exit-codes", ExitCodesTable)
+    app.add_directive("prefork-job-states", JobStatesTable)
+    app.add_directive("prefork-migrations", MigrationsTable)
+    app.connect("autodoc-process-docstring", require_docstring)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
