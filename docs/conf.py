@@ -19,7 +19,7 @@ extensions = [
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "_ext", "screenshots/README.md"]
+exclude_patterns = ["_build", "_ext"]
 html_theme = "furo"
 html_title = "prefork-queue"
 html_static_path: list[str] = []
