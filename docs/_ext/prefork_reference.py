@@ -35,39 +35,38 @@ NEEDS_A_DOCSTRING = {"module", "class", "exception", "function", "method", "prop
 
 def events_table() -> str:
     """The catalogue as a Markdown table: name, level, meaning."""
-    rows = ["| event | level | meaning |", "|---|---|---|"]
-    for event in Event:
-        level = std_logging.getLevelName(event.level).lower()
-        rows.append(f"| `{event.value}` | {level} | {_cell(event.meaning)} |")
-    return "\n".join(rows) + "\n"
+    return markdown_table(["event", "level", "meaning"], [
+        [f"`{event.value}`", std_logging.getLevelName(event.level).lower(), event.meaning]
+        for event in Event])
 
 
 def exit_codes_table() -> str:
     """Each exit code, its name and the comment written above it in exit_codes.py."""
-    rows = ["| exit | name | meaning |", "|---:|---|---|"]
     comments = member_comments(inspect.getsource(ExitCode))
-    for code in ExitCode:
-        meaning = comments.get(code.name) or "success"
-        rows.append(f"| {int(code)} | `{code.name}` | {_cell(meaning)} |")
-    return "\n".join(rows) + "\n"
+    return markdown_table(["exit", "name", "meaning"], [
+        [str(int(code)), f"`{code.name}`", comments.get(code.name) or "success"]
+        for code in ExitCode])
 
 
 def job_states_table() -> str:
     """Each job state, with the comment beside it in prefork/jobs.py."""
-    rows = ["| state | meaning |", "|---|---|"]
     comments = member_comments(inspect.getsource(JobStatus))
-    for state in JobStatus:
-        rows.append(f"| `{state.value}` | {_cell(comments.get(state.name, ''))} |")
-    return "\n".join(rows) + "\n"
+    return markdown_table(["state", "meaning"], [[f"`{state.value}`", comments.get(state.name, "")]
+                                                 for state in JobStatus])
 
 
 def migrations_table() -> str:
     """Each MySQL schema version, with the comment that opens its file."""
     folder = Path(inspect.getfile(JobStatus)).parent / "schema" / "mysql"
-    rows = ["| version | what it brings |", "|---|---|"]
-    for path in sorted(folder.glob("[0-9]*.sql")):
-        rows.append(f"| `{path.stem}` | {_cell(opening_comment(path.read_text()))} |")
-    return "\n".join(rows) + "\n"
+    return markdown_table(["version", "what it brings"], [
+        [f"`{path.stem}`", opening_comment(path.read_text())]
+        for path in sorted(folder.glob("[0-9]*.sql"))])
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
 
 
 def opening_comment(sql: str) -> str:
@@ -95,10 +94,6 @@ def member_comments(source: str) -> dict[str, str]:
                 number -= 1
             found[node.targets[0].id] = beside or " ".join(above)
     return found
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 class GeneratedTable(SphinxDirective):
