@@ -77,6 +77,15 @@ def test_the_exit_codes_page_names_every_code_with_its_comment():
     assert "Retrying the same command cannot help." in table   # USAGE's comment
 
 
+def test_the_metrics_page_lists_every_metric_and_explains_each():
+    assert page_uses("reference/metrics.md", "prefork-metrics")
+    names = re.findall(r"^\| `(prefork_\w+)` \|", prefork_reference.metrics_table(), re.M)
+    assert "prefork_jobs_total" in names and "prefork_limit_groups" in names
+    explained = (DOCS / "reference" / "metrics.md").read_text()
+    missing = [name for name in names if f"`{name}`" not in explained]
+    assert not missing, f"docs/reference/metrics.md does not explain {missing}"
+
+
 def test_the_tables_page_lists_every_job_state_and_schema_version():
     assert page_uses("reference/tables.md", "prefork-job-states")
     assert page_uses("reference/tables.md", "prefork-migrations")

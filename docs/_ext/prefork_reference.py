@@ -8,6 +8,7 @@
 - ``{prefork-job-states}``: prefork.jobs.JobStatus, each state with its comment;
 - ``{prefork-migrations}``: each schema version of prefork/schema/mysql, with the
   comment that opens its file;
+- ``{prefork-metrics}``: the metrics prefork/observers/metrics.py declares;
 
 and a check that every object autodoc documents has a docstring (a warning, so
 `sphinx -W` fails on one without)."""
@@ -61,6 +62,23 @@ def migrations_table() -> str:
     return markdown_table(["version", "what it brings"], [
         [f"`{path.stem}`", opening_comment(path.read_text())]
         for path in sorted(folder.glob("[0-9]*.sql"))])
+
+
+def metrics_table() -> str:
+    """Each metric as the supervisor declares it: name (as scraped), type, labels, help.
+    Declared on a registry of its own, with no server started."""
+    from prometheus_client import CollectorRegistry
+
+    from prefork.observers.metrics import Metrics
+    metrics = Metrics.__new__(Metrics)
+    metrics.registry = CollectorRegistry()
+    metrics._declare()
+    labels = {value._name: value._labelnames for value in vars(metrics).values()
+              if hasattr(value, "_labelnames")}
+    return markdown_table(["metric", "type", "labels", "help"], [
+        [f"`{family.name}_total`" if family.type == "counter" else f"`{family.name}`",
+         family.type, ", ".join(labels.get(family.name, ())), family.documentation]
+        for family in metrics.registry.collect()])
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -128,6 +146,10 @@ class MigrationsTable(GeneratedTable):
     make = staticmethod(migrations_table)
 
 
+class MetricsTable(GeneratedTable):
+    make = staticmethod(metrics_table)
+
+
 def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any,
                       lines: list[str]) -> None:
     if what in NEEDS_A_DOCSTRING and not any(line.strip() for line in lines):
@@ -140,5 +162,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("prefork-exit-codes", ExitCodesTable)
     app.add_directive("prefork-job-states", JobStatesTable)
     app.add_directive("prefork-migrations", MigrationsTable)
+    app.add_directive("prefork-metrics", MetricsTable)
     app.connect("autodoc-process-docstring", require_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
