@@ -57,7 +57,7 @@ def test_the_settings_page_shows_the_table_config_markdown_prints():
     assert result.returncode == 0, result.stderr
     assert page_uses("reference/settings.md", "prefork-settings"), \
         "docs/reference/settings.md must generate its table ({prefork-settings})"
-    assert prefork_reference.SettingsTable.make() == result.stdout
+    assert prefork_reference.TABLES["prefork-settings"]() == result.stdout
     for setting in SETTINGS:
         assert f"`{setting.env_name}` / `{setting.name}`" in result.stdout
 

@@ -16,7 +16,7 @@ import ast
 import inspect
 import logging as std_logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -117,7 +117,7 @@ def member_comments(source: str) -> dict[str, str]:
 class GeneratedTable(SphinxDirective):
     """A Markdown table made by `make()`, parsed as the page's own Markdown."""
 
-    make = staticmethod(lambda: "")
+    make: Callable[[], str]
 
     def run(self) -> list[nodes.Node]:
         container = nodes.container(classes=["prefork-generated"])
@@ -126,28 +126,19 @@ class GeneratedTable(SphinxDirective):
         return [container]
 
 
-class SettingsTable(GeneratedTable):
-    make = staticmethod(settings_table)
+# Each directive and the function that makes its table.
+TABLES: dict[str, Callable[[], str]] = {
+    "prefork-settings": settings_table,
+    "prefork-events": events_table,
+    "prefork-exit-codes": exit_codes_table,
+    "prefork-job-states": job_states_table,
+    "prefork-migrations": migrations_table,
+    "prefork-metrics": metrics_table,
+}
 
 
-class EventsTable(GeneratedTable):
-    make = staticmethod(events_table)
-
-
-class ExitCodesTable(GeneratedTable):
-    make = staticmethod(exit_codes_table)
-
-
-class JobStatesTable(GeneratedTable):
-    make = staticmethod(job_states_table)
-
-
-class MigrationsTable(GeneratedTable):
-    make = staticmethod(migrations_table)
-
-
-class MetricsTable(GeneratedTable):
-    make = staticmethod(metrics_table)
+def table_directive(make: Callable[[], str]) -> type[GeneratedTable]:
+    return type(f"Table_{make.__name__}", (GeneratedTable,), {"make": staticmethod(make)})
 
 
 def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any,
@@ -157,11 +148,7 @@ def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any,
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.add_directive("prefork-settings", SettingsTable)
-    app.add_directive("prefork-events", EventsTable)
-    app.add_directive("prefork-exit-codes", ExitCodesTable)
-    app.add_directive("prefork-job-states", JobStatesTable)
-    app.add_directive("prefork-migrations", MigrationsTable)
-    app.add_directive("prefork-metrics", MetricsTable)
+    for name, make in TABLES.items():
+        app.add_directive(name, table_directive(make))
     app.connect("autodoc-process-docstring", require_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
