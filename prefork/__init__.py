@@ -1,6 +1,6 @@
 """prefork-queue: a pre-fork supervisor for a durable, database-backed job queue.
 
-Application API:
+Application API::
 
     import prefork
 

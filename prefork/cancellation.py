@@ -8,6 +8,11 @@ from .jobs import FINISHED_STATES, JobStatus
 
 
 class CancelReport(NamedTuple):
+    """What a cancel did, as lists of job ids: `cancelled` (ready or delayed: cancelled
+    now, never run), `stopping` (running: its supervisor stops it, then it ends
+    cancelled), `finished` (done, dead or cancelled already: left as they are) and
+    `missing` (no such job: never was, or pruned)."""
+
     cancelled: list[int]   # ready or delayed: cancelled now, never run
     stopping: list[int]    # running: its supervisor stops it, then it ends cancelled
     finished: list[int]    # done, dead or cancelled already: left as they are

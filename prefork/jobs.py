@@ -93,6 +93,7 @@ class Job:
 
     @property
     def lease(self) -> Lease:
+        """The job's claim: its id and lease token, which fence its completion."""
         return Lease(self.id, self.lease_token)
 
     def bind(self, store: CompletionStore) -> None:

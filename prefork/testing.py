@@ -1,4 +1,4 @@
-"""Running enqueued jobs inline in an application's tests, as production runs them.
+"""Running enqueued jobs inline in an application's tests, as production runs them::
 
     import prefork.testing
 

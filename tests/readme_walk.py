@@ -1,7 +1,11 @@
-"""The README's Quick start, read and run as a new user would (tests/test_readme.py).
+"""The README's Quick start and the tutorial's pages, read and run as a new user would
+(tests/test_readme.py).
 
-The Quick start section is a list of steps. Each fenced block has an HTML comment
-just before it, invisible on GitHub, that says how a new user uses it:
+Each walked text is a list of steps: the README's Quick start section, and the
+tutorial's pages in docs/tutorial/ that run on SQLite and MariaDB, in order, whole.
+Each fenced block has an HTML comment just before it, invisible on GitHub and in the
+built pages, that says how a new user uses it (`readme-test:` in the README,
+`doc-test:` in the docs):
 
     <!-- readme-test: run [NAME] -->    a shell block, run once; it must exit 0 (and
                                         pass the test's check called NAME)
@@ -34,63 +38,78 @@ import psutil
 from conftest import wait_until
 from harness import titles, wait_gone
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 SECTION = "## Quick start"
-MARKER = re.compile(r"<!-- readme-test: (\S+)(?: (.+?))? -->")
+# The tutorial's pages a new user walks in one directory, in this order (its last
+# page, the Django task, needs a Django project: tests/test_django.py runs that).
+TUTORIAL = [ROOT / "docs" / "tutorial" / name for name in
+            ("first-jobs.md", "own-handlers.md", "mariadb.md")]
+MARKER = re.compile(r"<!-- (?:readme|doc)-test: (\S+)(?: (.+?))? -->")
 FENCE = "```"
 KINDS = {"run", "poll", "output", "background", "titles", "file", "values", "skip", "ctrl-c"}
 ARGUMENT_REQUIRED = {"file", "skip"}
 SHELL_KINDS = {"run", "poll", "background"}     # their blocks are ```sh
 COMMAND_TIMEOUT = 120            # seconds; one block on a slow, shared machine
 STARTUP_TIMEOUT = 60
-STOP_TIMEOUT = 90                # a drain waits for the running jobs (the README's sleep)
+STOP_TIMEOUT = 90                # a drain waits for the running jobs (the tutorial's sleep)
 
 
 @dataclass(frozen=True)
 class Step:
     kind: str
     argument: str | None
-    line: int                    # of the marker in README.md, for messages
+    where: str                   # "README.md:12": the marker's file and line, for messages
     text: str = ""               # the block's content (none for ctrl-c)
     output: str | None = None    # what it prints, from the output block after it
 
     def __str__(self):
-        return f"README.md:{self.line} ({self.kind}{' ' + self.argument if self.argument else ''})"
+        return f"{self.where} ({self.kind}{' ' + self.argument if self.argument else ''})"
 
 
-def section_lines(readme=README):
-    """(line number, text) of the Quick start section, up to the next `## ` heading."""
-    lines = readme.read_text().splitlines()
-    start = lines.index(SECTION)
+def section_lines(path, heading):
+    """(line number, text) of the section under `heading`, up to the next `## `
+    heading; the whole file when heading is None."""
+    lines = path.read_text().splitlines()
+    if heading is None:
+        return list(enumerate(lines, 1))
+    start = lines.index(heading)
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     return [(number + 1, lines[number]) for number in range(start, end)]
 
 
-def steps(readme=README):
+def tutorial_steps(pages=TUTORIAL):
+    """The steps of the tutorial's walked pages, one after the other."""
+    return [step for page in pages for step in steps(page, heading=None)]
+
+
+def steps(path=README, heading=SECTION):
     """The section's steps in order; a block without a marker, a marker without its
     block or an unknown kind is an AssertionError naming the line."""
-    found, lines, i = [], section_lines(readme), 0
+    found, lines, i = [], section_lines(path, heading), 0
+    name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
     while i < len(lines):
         number, text = lines[i]
-        assert not text.startswith(FENCE), f"README.md:{number}: a block without a readme-test marker"
+        where = f"{name}:{number}"
+        assert not text.startswith(FENCE), f"{where}: a block without a readme-test marker"
         assert not (text.startswith("    ") and not lines[i - 1][1].strip()), \
-            f"README.md:{number}: an indented code block: fence it and mark it"
+            f"{where}: an indented code block: fence it and mark it"
         marker = MARKER.fullmatch(text.strip())
         i += 1
         if not marker:
             continue
         kind, argument = marker.groups()
-        assert kind in KINDS, f"README.md:{number}: unknown readme-test kind {kind!r}"
-        assert argument or kind not in ARGUMENT_REQUIRED, f"README.md:{number}: {kind} needs an argument"
+        assert kind in KINDS, f"{where}: unknown readme-test kind {kind!r}"
+        assert argument or kind not in ARGUMENT_REQUIRED, f"{where}: {kind} needs an argument"
         if kind == "ctrl-c":
-            found.append(Step(kind, argument, number))
+            found.append(Step(kind, argument, where))
             continue
         assert i < len(lines) and lines[i][1].startswith(FENCE), \
-            f"README.md:{number}: the marker is not followed by a block"
+            f"{where}: the marker is not followed by a block"
         assert kind not in SHELL_KINDS or lines[i][1] == FENCE + "sh", \
-            f"README.md:{number}: a {kind} block is a shell block (```sh)"
+            f"{where}: a {kind} block is a shell block (```sh)"
         close = next(j for j in range(i + 1, len(lines)) if lines[j][1] == FENCE)
-        found.append(Step(kind, argument, number, "\n".join(text for _, text in lines[i + 1:close])))
+        found.append(Step(kind, argument, where, "\n".join(text for _, text in lines[i + 1:close])))
         i = close + 1
         if kind == "output":
             found[-2:] = [_with_output(found[-2:])]

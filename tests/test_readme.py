@@ -1,6 +1,7 @@
-"""The README's Quick start, run verbatim as a new user follows it (issue 12), so the
-README cannot drift: the examples on SQLite, your own handlers on the same file,
-then the MySQL steps against the local MariaDB (root without a password is the
+"""The README's Quick start and the tutorial, run verbatim as a new user follows them,
+so neither can drift. The README: the examples and its ten-line handler on SQLite.
+The tutorial: the examples on SQLite, your own handlers on the same file, then the
+MySQL steps against the local MariaDB (root without a password is the
 administrator). How each block is run: tests/readme_walk.py."""
 import os
 import re
@@ -9,13 +10,14 @@ import uuid
 
 import pytest
 from conftest import SERVER, admin_connection, wait_until
-from readme_walk import Terminal, exported_names, steps, title_pattern
+from readme_walk import Terminal, exported_names, steps, title_pattern, tutorial_steps
 
 POLL_TIMEOUT = 60        # seconds a user would wait for a result before giving up
 REPORT_ROW = '{"account": 7, "lines": []}'     # myapp/tasks.py's, in the MySQL steps
 
-# What a user checks in a block's output (the marker's NAME): what the README says it shows.
-CHECKS = {
+# What a user checks in a block's output (the marker's NAME): what the page says it shows.
+README_CHECKS: dict = {}        # the README's blocks show their output verbatim
+TUTORIAL_CHECKS = {
     "enqueue-examples": lambda out: out == "1\n2\n3\n4\n",
     "dead-job": lambda out: bool(re.search(r"^\s*3\s+default\s+fail-n-times\s+2\s", out, re.M)
                                  and '"status": "dead"' in out),
@@ -52,22 +54,22 @@ def mysql_values(mysql_server):
         conn.close()
 
 
-def shows(step, out):
-    """Whether `out` is what the README says the block prints."""
-    return out == step.output if step.output is not None else CHECKS[step.argument](out)
+def shows(step, out, checks):
+    """Whether `out` is what the page says the block prints."""
+    return out == step.output if step.output is not None else checks[step.argument](out)
 
 
-def check(step, out):
-    assert shows(step, out), f"{step} printed:\n{out}"
+def check(step, out, checks):
+    assert shows(step, out, checks), f"{step} printed:\n{out}"
 
 
-def poll(terminal, step):
-    """Run the block again until it shows what the README says (a user repeating it)."""
+def poll(terminal, step, checks):
+    """Run the block again until it shows what the page says (a user repeating it)."""
     outputs = []
 
     def shows_it():
         outputs.append(terminal.run(step))
-        return shows(step, outputs[-1])
+        return shows(step, outputs[-1], checks)
     try:
         wait_until(shows_it, timeout=POLL_TIMEOUT, interval=0.2, message=str(step))
     except AssertionError as exc:
@@ -100,14 +102,14 @@ def take_values(terminal, step, values):
     terminal.env.update(values)
 
 
-def walk(terminal, values):
-    for step in steps():
+def walk(terminal, found, checks, values=None):
+    for step in found:
         if step.kind == "run":
             out = terminal.run(step)
             if step.argument or step.output is not None:
-                check(step, out)
+                check(step, out, checks)
         elif step.kind == "poll":
-            poll(terminal, step)
+            poll(terminal, step, checks)
         elif step.kind == "background":
             terminal.start(step)
         elif step.kind == "ctrl-c":
@@ -117,13 +119,25 @@ def walk(terminal, values):
         elif step.kind == "file":
             write_file(terminal, step)
         elif step.kind == "values":
+            assert values is not None, f"{step}: a values block where the test sets none"
             take_values(terminal, step, values)
 
 
-def test_every_block_of_the_quick_start_says_how_it_is_run():
-    found = steps()   # an unmarked block or a marker without its block fails here
+def new_terminal(tmp_path):
+    home = tmp_path / "newuser"
+    home.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    return Terminal(home, new_user_environment(), state)
+
+
+@pytest.mark.parametrize("walked,checks", [(steps, README_CHECKS), (tutorial_steps, TUTORIAL_CHECKS)],
+                         ids=["readme", "tutorial"])
+def test_every_walked_block_says_how_it_is_run(walked, checks):
+    found = walked()   # an unmarked block or a marker without its block fails here
+    assert found, "nothing to walk"
     named = {step.argument for step in found if step.kind in ("run", "poll") and step.argument}
-    assert named == set(CHECKS), "a readme-test NAME without a check, or a check no block uses"
+    assert named == set(checks), "a readme-test NAME without a check, or a check no block uses"
     assert all(step.argument or step.output is not None for step in found if step.kind == "poll"), \
         "a poll block with nothing to wait for (a NAME or an output block)"
     assert [step.kind for step in found].count("ctrl-c") == \
@@ -131,19 +145,24 @@ def test_every_block_of_the_quick_start_says_how_it_is_run():
     assert all(step.text.strip() for step in found if step.kind != "ctrl-c"), "an empty block"
 
 
-def test_a_new_user_follows_the_quick_start_and_the_mysql_steps(tmp_path, mysql_values):
-    home = tmp_path / "newuser"
-    home.mkdir()
-    state = tmp_path / "state"
-    state.mkdir()
-    terminal = Terminal(home, new_user_environment(), state)
+def test_a_new_user_follows_the_readme(tmp_path):
+    terminal = new_terminal(tmp_path)
     try:
-        walk(terminal, mysql_values)
+        walk(terminal, steps(), README_CHECKS)
     finally:
         terminal.cleanup()
-    # What the README says about the files of the quick start.
-    assert (home / "prefork-reports" / "report-4.json").is_file()
-    assert (home / "prefork-queue.db").stat().st_mode & 0o777 == 0o600
+    assert (terminal.cwd / "prefork-queue.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_new_user_follows_the_tutorial_on_sqlite_and_mysql(tmp_path, mysql_values):
+    terminal = new_terminal(tmp_path)
+    try:
+        walk(terminal, tutorial_steps(), TUTORIAL_CHECKS, mysql_values)
+    finally:
+        terminal.cleanup()
+    # What the tutorial says about the files of its first page.
+    assert (terminal.cwd / "prefork-reports" / "report-4.json").is_file()
+    assert (terminal.cwd / "prefork-queue.db").stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize("body,problem", [

@@ -37,7 +37,7 @@ REMOVE_SCRATCH_JOB = "DELETE FROM prefork_jobs WHERE id = %s AND queue = %s"
 GLOBAL_VARIABLES = "SHOW GLOBAL VARIABLES"
 GLOBAL_STATUS = "SHOW GLOBAL STATUS"
 # As a queue session has it (the session may set it; the account's default may).
-SESSION_SYNC_WAIT = "SHOW SESSION VARIABLES LIKE 'wsrep_sync_wait'"
+SESSION_RETRY_AUTOCOMMIT = "SHOW SESSION VARIABLES LIKE 'wsrep_retry_autocommit'"
 # MySQL Group Replication: every member, as this one sees the group.
 GROUP_MEMBERS = (
     "SELECT MEMBER_ID, MEMBER_HOST, MEMBER_PORT, MEMBER_STATE, MEMBER_ROLE"

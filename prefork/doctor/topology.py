@@ -11,14 +11,14 @@ from ..store.mysql.server import Flavor
 from ..store.mysql.session import error_code
 from .checks import Check, failure, reported_errors, run_check, skipped
 from .clusters import (
-    GALERA_READS,
+    GALERA_SESSION,
     GALERA_WRITERS,
     GROUP_REPLICATION,
     TOPOLOGY,
     GroupMember,
     judge_binary_log,
     judge_galera,
-    judge_galera_reads,
+    judge_galera_session,
     judge_galera_writers,
     judge_group_replication,
     judge_role,
@@ -30,7 +30,7 @@ from .queries import (
     GROUP_MEMBERS,
     LIVE_SUPERVISORS,
     REPLICA_CHANNELS,
-    SESSION_SYNC_WAIT,
+    SESSION_RETRY_AUTOCOMMIT,
 )
 from .reads import named_values, rows
 
@@ -65,7 +65,8 @@ def topology_checks(conn: pymysql.connections.Connection, flavor: Flavor,
     checks = [judge_role(place.variables, place.replicating, place.galera, place.group)]
     if place.galera:
         checks += [judge_galera(place.variables, place.status),
-                   run_check(GALERA_READS, lambda: judge_galera_reads(_sync_wait(conn))),
+                   run_check(GALERA_SESSION,
+                             lambda: judge_galera_session(_retry_autocommit(conn))),
                    run_check(GALERA_WRITERS, lambda: _writers(conn, place, supervisor_timeout))
                    if schema_current else skipped(GALERA_WRITERS, "the schema is not current")]
     elif place.group:
@@ -96,8 +97,8 @@ def _mysql_channels(conn: pymysql.connections.Connection) -> Optional[int]:
         raise
 
 
-def _sync_wait(conn: pymysql.connections.Connection) -> Optional[str]:
-    found = rows(conn, SESSION_SYNC_WAIT)
+def _retry_autocommit(conn: pymysql.connections.Connection) -> Optional[str]:
+    found = rows(conn, SESSION_RETRY_AUTOCOMMIT)
     return str(found[0][1]) if found else None
 
 

@@ -24,6 +24,10 @@ logger = logging.getLogger("prefork.contrib.django")
 
 
 class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
+    """The Tasks backend (`TASKS = {"default": {"BACKEND": "prefork.contrib.django.TaskBackend",
+    ...}}`): `enqueue()` writes the job in the caller's transaction on the `OPTIONS["database"]`
+    alias, and `get_result()` reads a task's state, attempts, errors and return value."""
+
     supports_defer = True
     supports_async_task = True   # run with asyncio.run() in the worker
     supports_get_result = True
@@ -49,6 +53,8 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         execution.register(task, self)
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        """Write the task's job in the open transaction of the backend's database (idle
+        workers of this host are woken once it commits); its result, READY."""
         from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
         from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
         self.validate_task(task)
@@ -79,6 +85,8 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         return result
 
     def get_result(self, result_id: str) -> Any:
+        """The task's result by id (the job id): its status, attempts, errors, times and
+        return value."""
         return results.read(self.alias, self.database, result_id)
 
 
