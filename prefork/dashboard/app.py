@@ -40,6 +40,7 @@ STATIC_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charse
                 "svg": "image/svg+xml"}
 LOGIN_PATH = "/login"
 RETRY_AFTER_SECONDS = 5   # a database outage: when monitoring and scripts may ask again
+READS = ("GET", "HEAD")   # safe to run again on a new connection
 FOREIGN_HOST = ("the Host header names no host this dashboard serves (a reverse proxy's "
                 "names go in dashboard_allowed_hosts)")
 FAULT = "internal error: the dashboard's log has the details (dashboard_request_failed)"
@@ -129,6 +130,15 @@ class Dashboard:
         request.session = self.gate.session(request.cookies.get(SESSION_COOKIE))
         if request.method == "POST":
             self.check_post(request)
+        reused = getattr(self._local, "store", None) is not None
+        try:
+            return handler(request, **values)
+        except driver_errors():
+            if not reused or request.method not in READS:
+                raise
+        # This thread's connection, idle since its last request, was lost (the server
+        # restarted): a read is answered on a new one, not with a 503.
+        self._drop_store()
         return handler(request, **values)
 
     def check_post(self, request: Request) -> None:
