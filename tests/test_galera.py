@@ -24,6 +24,7 @@ import pymysql
 import pytest
 from conftest import wait_until
 from galera_cluster import galera_cluster  # noqa: F401  (pytest fixture)
+from galera_failover import FailoverSettings, run_node_failover
 from galera_soak import MultiWriterSettings, run_multi_writer
 from store_model import run
 from store_model_state import Tally
@@ -167,4 +168,10 @@ def test_writers_on_every_node_run_each_job_once(cluster, tmp_path):
 def test_a_node_killed_mid_run_loses_nothing(cluster, tmp_path):
     report = run_multi_writer(cluster, _settings(kill_node=1), tmp_path)
     assert cluster.cluster_size() == 3, report.text()
+    assert_report(report)
+
+
+def test_a_supervisor_and_producers_go_on_through_another_node_when_theirs_is_killed(
+        cluster, tmp_path):
+    report = run_node_failover(cluster, FailoverSettings(), tmp_path)
     assert_report(report)
