@@ -216,7 +216,7 @@ def _connect_to(dsn_args: dict[str, Any], config: Config, password: str | None,
             server = parse_version(str(cast(Any, conn).get_server_info()))
             check_supported(server)
             dialect = dialect_for(server, config.dialect)
-            refused = refusal(*_set_up(conn, server, dialect, config))
+            refused = refusal(_set_up(conn, server, dialect, config), conn)
             if refused and not inspecting:
                 raise HostFailed(refused)
         except BaseException:
