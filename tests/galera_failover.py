@@ -20,19 +20,21 @@ when its earlier run was cut by the kill, and never while that run's worker live
 
     python tests/galera_failover.py [--jobs 400]   # a cluster of its own
 """
+import argparse
 import dataclasses
 import sys
 import threading
 import time
 from datetime import datetime
 
-from chaos import PLAIN_JOB_TYPE, Database, Scenario, audit_ledger, count_reexecutions, enqueue_mixed
+import pymysql
+from chaos import (PLAIN_JOB_TYPE, Database, Scenario, audit_ledger, count_reexecutions,
+                   enqueue_mixed)
 from conftest import run_cli
 from galera_soak import MultiWriterSettings
 from polling import poll_until
 
 import prefork
-import pymysql
 from prefork import config as config_module
 from prefork.errors import DatabaseUnavailable
 
@@ -127,6 +129,9 @@ def run_node_failover(cluster, settings, workdir=None, log=None):
             "Client's first enqueue (s after the kill)":
                 round(producer.first_after(killed_at) - killed_at, 1),
             "Client calls failed": len(producer.errors)})
+        # The issue's target, counted from when another node may be written to: the
+        # supervisor retries its connection every second and its workers start at
+        # once after a reconnection, so 5 s is a wide margin, not a speed test.
         report.check("the supervisor works again within 5 s of another node being writable",
                      works_at - evicted_at <= 5.0, f"{works_at - evicted_at:.1f} s")
         poll_until(lambda: not db.unfinished(scenario.queue), settings.drain_timeout,
@@ -157,7 +162,7 @@ def _wait_writable(cluster, victim):
         node = cluster.nodes[survivors[0]]
         try:
             size = int(node.status("wsrep_cluster_size")["wsrep_cluster_size"])
-        except Exception:   # the status read itself may wait for the view: look again
+        except pymysql.err.MySQLError:   # it timed out waiting for the new view: look again
             return False
         return size == len(survivors) and node.synced()
     poll_until(evicted, 60, interval=0.02, message="the dead node evicted")
@@ -203,8 +208,6 @@ def _event_time(event):
 
 
 def main(argv=None):
-    import argparse
-
     from galera_cluster import GaleraCluster
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=300, help="ledger jobs (as many plain)")
