@@ -18,10 +18,11 @@ The node is then restarted (it rejoins by IST) and the queue drained; chaos.py's
 audit: nothing lost or stuck, one effect per ledger job; a job runs again only
 when its earlier run was cut by the kill, and never while that run's worker lives.
 
-    python tests/galera_failover.py [--jobs 400]   # a cluster of its own
+    python tests/galera_failover.py [--jobs 400] [--hang]   # a cluster of its own
 """
 import argparse
 import dataclasses
+import signal
 import sys
 import threading
 import time
@@ -48,6 +49,7 @@ class FailoverSettings(MultiWriterSettings):
     workers: int = 4
     chaos_seconds: float = 12.0    # sizes the handlers' work: busy well past the kill
     kill_node: int = 2             # the supervisor's own node
+    hang: bool = False             # SIGSTOP the node instead (a hung server), SIGKILL it later
     kill_after: float = 3.0
     drain_timeout: float = 120.0
 
@@ -106,7 +108,7 @@ def run_node_failover(cluster, settings, workdir=None, log=None):
         try:
             poll_until(lambda: sup.events("job_completed"), 30, message="a job done")
             time.sleep(settings.kill_after)   # the pool busy, the producer enqueueing
-            killed_at = _kill(cluster, victim, scenario.log)
+            killed_at = _fail(cluster, victim, settings.hang, scenario.log)
             cli_keys = []
             cli = threading.Thread(target=_enqueue_cli, args=(dsn, scenario, report, killed_at,
                                                              cli_keys))
@@ -120,6 +122,7 @@ def run_node_failover(cluster, settings, workdir=None, log=None):
         finally:
             producer.stopping.set()
             producer.join()
+        cluster.kill(victim)   # a hung node too: it was evicted, it must start again
         cluster.restart(victim)
         scenario.log(f"node {victim} Synced again")
         report.figures.update({
@@ -148,9 +151,14 @@ def run_node_failover(cluster, settings, workdir=None, log=None):
     return report
 
 
-def _kill(cluster, victim, log):
-    log(f"kill -9 node {victim}")
-    cluster.kill(victim)
+def _fail(cluster, victim, hang, log):
+    """SIGKILL the node (its port refuses at once), or SIGSTOP it (a hung server: its
+    port takes connections that never get a greeting); the wall time."""
+    log(f"kill -{'STOP' if hang else '9'} node {victim}")
+    if hang:
+        cluster.nodes[victim].proc.send_signal(signal.SIGSTOP)
+    else:
+        cluster.kill(victim)
     return time.time()
 
 
@@ -211,14 +219,15 @@ def main(argv=None):
     from galera_cluster import GaleraCluster
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=300, help="ledger jobs (as many plain)")
+    parser.add_argument("--hang", action="store_true", help="SIGSTOP the node, not SIGKILL")
     args = parser.parse_args(argv)
 
     def log(text):
         print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     with GaleraCluster() as cluster:
-        report = run_node_failover(cluster, FailoverSettings(jobs=args.jobs,
-                                                             plain_jobs=args.jobs), log=log)
+        report = run_node_failover(cluster, FailoverSettings(
+            jobs=args.jobs, plain_jobs=args.jobs, hang=args.hang), log=log)
     print(report.text())
     return 1 if report.failed() else 0
 
