@@ -10,7 +10,11 @@
   no fault (no re-run, no worker crash, every job done, exactly one effect per
   ledger job), then one node killed (SIGKILL) mid-run and restarted (nothing
   lost or stuck, no dead job with a committed effect, re-runs only of jobs the
-  kill cut).
+  kill cut);
+- a supervisor and its producers (Client, CLI) whose DSN names every node, their
+  own first, when that node is killed (tests/galera_failover.py): they go on
+  through another node within 5 s of the cluster evicting the dead one, with
+  the same audit; the node is restarted and Synced before the next test.
 
 Reduced size here (the file takes about a minute); PREFORK_SOAK_FULL=1 runs the
 ledger runs at full size (2,500 ledger + 2,500 plain jobs each).
