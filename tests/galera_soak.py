@@ -11,10 +11,11 @@ With `kill_node`, that node is SIGKILLed once the run is under way and
 restarted `down_seconds` later (it rejoins by IST); its supervisor keeps
 trying its own node meanwhile, the other two go on.
 
-measure_topologies(): jobs/s of plain jobs (one supervisor per node's worth)
-on a plain single server, then on the cluster with every supervisor on one
-node, then with one supervisor per node: each cluster figure as a ratio of
-the single server's, measured in the same run.
+measure_topologies(): the bench's topologies (`prefork-queue bench
+--cluster-dsn`): jobs/s of no-op jobs (one supervisor per node's worth) on a
+plain single server, then on the cluster with every supervisor on one node,
+then with one supervisor per node: each cluster figure as a ratio of the single
+server's, measured in the same run.
 
     python tests/galera_soak.py [--jobs 1000] [--kill-node 1]   # a cluster of its own
     python tests/galera_soak.py --topologies [--jobs 3000]
@@ -23,12 +24,14 @@ import argparse
 import dataclasses
 import re
 import sys
+import tempfile
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from chaos import (
-    PLAIN_JOB_TYPE,
     Database,
     Scenario,
     SoakSettings,
@@ -39,7 +42,9 @@ from chaos import (
 from polling import poll_until
 from throwaway_db import ThrowawayMariaDB
 
-from prefork.store.mysql.store import MySQLStore
+from prefork import config as config_module
+from prefork.bench.topologies import TopologyPlan, run_topologies
+from prefork.progress import Progress
 
 FATAL_EVENTS = ("worker_fatal", "worker_boot_failed")
 ERROR_CODE = re.compile(r"Error \(?(\d{4})")   # "OperationalError 1213: ..."
@@ -153,43 +158,21 @@ def _audit_cluster(report, db, queue, sups, exec_runs, settings, node_back):
 
 
 def measure_topologies(cluster, settings, workdir=None, log=None):
-    """{topology: jobs/s} of settings.plain_jobs plain jobs, cluster.size
-    supervisors of settings.workers each, and each cluster topology's ratio of the
-    single server's jobs/s."""
+    """({topology: jobs/s}, {topology: its ratio of the single server's}): the bench's
+    topologies (prefork/bench/topologies.py, `prefork-queue bench --cluster-dsn`),
+    cluster.size supervisors of settings.workers, settings.plain_jobs no-op jobs,
+    on this cluster and a throwaway single server."""
     with ThrowawayMariaDB(database="pq_single") as single:
-        dsns = {"single server": [single.dsn] * cluster.size,
-                "one writer node": [cluster.dsn(0)] * cluster.size,
-                "writers on every node": [cluster.dsn(index) for index in range(cluster.size)]}
-        rates = {name: _drain_rate(name, nodes, settings, workdir, log)
-                 for name, nodes in dsns.items()}
-    reference = rates["single server"]
-    return rates, {name: round(rate / reference, 2) for name, rate in rates.items()}
-
-
-def _drain_rate(name, dsns, settings, workdir, log):
-    """jobs/s from the moment the ready supervisors are let at the queue (paused
-    until then) to the moment it is empty."""
-    db = Database(dsns[0], environ={})
-    with Scenario(db, "t", name, settings, workdir, log) as scenario:
-        control = MySQLStore(db.config)
-        try:
-            control.set_paused(scenario.queue, True)
-            scenario.enqueue(settings.plain_jobs, (0.0, 0.0), job_type=PLAIN_JOB_TYPE)
-            sups = [scenario.supervisor(f"t{index}", settings.workers, dsn=dsn)
-                    for index, dsn in enumerate(dsns)]
-            for sup in sups:
-                scenario.wait_ready(sup, settings.workers)
-            started = time.monotonic()
-            control.set_paused(scenario.queue, False)
-            poll_until(lambda: not db.unfinished(scenario.queue), settings.drain_timeout,
-                       interval=0.05, message=f"{name}: the queue to empty")
-            rate = settings.plain_jobs / (time.monotonic() - started)
-        finally:
-            control.close()
-        scenario.stop_all()
-    if log:
-        log(f"{name}: {rate:.0f} jobs/s")
-    return round(rate)
+        for dsn in (single.dsn, cluster.dsn(0)):
+            Database(dsn, environ={}).prepare()   # the schema
+        plan = TopologyPlan([cluster.dsn(index) for index in range(cluster.size)],
+                            settings.workers, settings.plain_jobs, payload_bytes=200)
+        report = run_topologies(plan, config_module.load({"dsn": single.dsn}, environ={}),
+                                f"bench-{uuid.uuid4().hex[:8]}",
+                                Path(workdir or tempfile.mkdtemp(prefix="pq-topologies-")),
+                                Progress(plan.total_jobs, "topologies"), log or print)
+    return ({row["topology"]: round(row["jobs_per_s"]) for row in report["rows"]},
+            {row["topology"]: round(row["ratio"], 2) for row in report["rows"]})
 
 
 def main(argv=None):

@@ -204,12 +204,40 @@ def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, cle
     wait_until(lambda: not processes_of(queue), timeout=10, message="bench processes to end")
 
 
+def test_bench_measures_a_clusters_topologies_against_the_plain_server(migrated, clean_db):
+    """The test server named twice stands for a cluster of two nodes: the run, its
+    report and the clean-up are the same (the figures of a real cluster: README)."""
+    result = run_cli("bench", "--workers", "1,2", "--jobs", "200", "--pickups", "2", "--json",
+                     "--cluster-dsn", migrated, "--cluster-dsn", migrated, dsn=migrated,
+                     timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    topologies = report["topologies"]
+    assert (topologies["supervisors"], topologies["workers"], topologies["jobs"]) == (2, 2, 200)
+    single, one_writer, every_node = topologies["rows"]
+    assert [row["topology"] for row in topologies["rows"]] == [
+        "single server", "one writer node", "writers on every node"]
+    assert [row["target"] for row in topologies["rows"]] == [None, 0.8, 0.5]
+    for row in topologies["rows"]:
+        assert row["jobs_per_s"] > 0
+        assert row["ratio"] == pytest.approx(row["jobs_per_s"] / single["jobs_per_s"])
+    for phase in ("single server: 2 x 2 workers", "writers on every node: 2 x 2 workers"):
+        assert phase in result.stderr
+    assert "cluster topologies, 2 supervisors of 2 workers, 200 jobs: single server" \
+        in render_table(report).replace("\n  ", " ")
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert processes_of(report["queue"]) == []
+    one_node = run_cli("bench", "--cluster-dsn", migrated, dsn=migrated)
+    assert one_node.returncode == 2 and "at least 2" in one_node.stderr
+
+
 def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_migrated):
     bad = run_cli("bench", "--workers", "2,0", dsn=sqlite_migrated)
     assert bad.returncode == 2 and "at least 1" in bad.stderr
     mysql_only = run_cli("bench", "--done-rows", "1000", dsn=sqlite_migrated)
     assert mysql_only.returncode == 2 and "MySQL-only" in mysql_only.stderr
-    for flag in (["--scale"], ["--backlog", "100"]):
+    node = "mysql://root@127.0.0.1:3306/pq_node"
+    for flag in (["--scale"], ["--backlog", "100"], ["--cluster-dsn", node, "--cluster-dsn", node]):
         refused = run_cli("bench", *flag, dsn=sqlite_migrated)
         assert refused.returncode == 2 and f"{flag[0]} is MySQL-only" in refused.stderr
         assert "Traceback" not in refused.stderr
@@ -218,4 +246,7 @@ def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_m
     unknown = run_cli("bench", "--scale", "effects,fork", dsn=sqlite_migrated)
     assert unknown.returncode == 2 and "no such scale scenario: fork" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
-    assert "Traceback" not in bad.stderr + mysql_only.stderr + bad_rate.stderr + unknown.stderr
+    not_mysql = run_cli("bench", "--cluster-dsn", "sqlite:///other.db", dsn=sqlite_migrated)
+    assert not_mysql.returncode == 2 and "scheme must be mysql://" in not_mysql.stderr
+    assert "Traceback" not in (bad.stderr + mysql_only.stderr + bad_rate.stderr + unknown.stderr
+                               + not_mysql.stderr)

@@ -10,7 +10,11 @@
   no fault (no re-run, no worker crash, every job done, exactly one effect per
   ledger job), then one node killed (SIGKILL) mid-run and restarted (nothing
   lost or stuck, no dead job with a committed effect, re-runs only of jobs the
-  kill cut).
+  kill cut);
+- a supervisor and its producers (Client, CLI) whose DSN names every node, their
+  own first, when that node is killed (tests/galera_failover.py): they go on
+  through another node within 5 s of the cluster evicting the dead one, with
+  the same audit; the node is restarted and Synced before the next test.
 
 Reduced size here (the file takes about a minute); PREFORK_SOAK_FULL=1 runs the
 ledger runs at full size (2,500 ledger + 2,500 plain jobs each).
@@ -24,6 +28,7 @@ import pymysql
 import pytest
 from conftest import wait_until
 from galera_cluster import galera_cluster  # noqa: F401  (pytest fixture)
+from galera_failover import FailoverSettings, run_node_failover
 from galera_soak import MultiWriterSettings, run_multi_writer
 from store_model import run
 from store_model_state import Tally
@@ -167,4 +172,10 @@ def test_writers_on_every_node_run_each_job_once(cluster, tmp_path):
 def test_a_node_killed_mid_run_loses_nothing(cluster, tmp_path):
     report = run_multi_writer(cluster, _settings(kill_node=1), tmp_path)
     assert cluster.cluster_size() == 3, report.text()
+    assert_report(report)
+
+
+def test_a_supervisor_and_producers_go_on_through_another_node_when_theirs_is_killed(
+        cluster, tmp_path):
+    report = run_node_failover(cluster, FailoverSettings(), tmp_path)
     assert_report(report)

@@ -39,6 +39,7 @@ from .processes import BaselinePool, bench_supervisor, supervisor_env
 from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
 from .scale import ScalePlan, ScaleScenarios, scale_queues
 from .scale_report import with_targets
+from .topologies import TopologyPlan, run_topologies
 
 RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell
 LABEL_WIDTH = 26
@@ -60,6 +61,7 @@ class Plan:
     delayed: int = 0
     backlog: int = 0                # also the backlog scenario (backlog.py), MySQL only
     cross_host: bool = False        # also the cross-host pickups (cross_host.py)
+    cluster_dsns: Tuple[str, ...] = ()   # also the cluster's topologies (topologies.py)
 
 
 @dataclass
@@ -77,10 +79,14 @@ class Bench:
         self.plan, self.config = plan, config
         self.db = BenchDatabase(config)
         for flag, wanted in (("--done-rows", plan.done_rows), ("--scale", plan.scale),
-                             ("--backlog", plan.backlog)):
+                             ("--backlog", plan.backlog), ("--cluster-dsn", plan.cluster_dsns)):
             if wanted and not self.db.is_mysql:
                 self.db.close()
                 raise UserError(f"{flag} is MySQL-only")
+        if len(plan.cluster_dsns) == 1:
+            self.db.close()
+            raise UserError("--cluster-dsn: name every node of the cluster, one flag each "
+                            "(at least 2)")
         self.server = self.db.server_process()
         self.queue = f"bench-{secrets.token_hex(4)}"
         self.done_queue = f"{self.queue}-done"
@@ -97,6 +103,8 @@ class Bench:
                                     config.max_payload_bytes, plan.rate, plan.rate_seconds)
         self.backlog_plan = BacklogPlan(plan.backlog, max(plan.workers), plan.jobs,
                                         plan.payload_bytes, config.max_payload_bytes)
+        self.topology_plan = TopologyPlan(plan.cluster_dsns, max(plan.workers), plan.jobs,
+                                          plan.payload_bytes)
         self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
                                     config.max_payload_bytes, plan.scale)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
@@ -110,6 +118,7 @@ class Bench:
                 + (self.scale_plan.total_jobs if self.plan.scale else 0)
                 + (self.backlog_plan.counted if self.plan.backlog else 0)
                 + (self.plan.pickups if self.plan.cross_host else 0)
+                + (self.topology_plan.total_jobs if self.plan.cluster_dsns else 0)
                 + (self.plan.jobs if self.plan.done_rows else 0))
 
     def _phase(self, text):
@@ -125,12 +134,14 @@ class Bench:
     def run(self):
         rows = [self.one_worker_count(workers) for workers in self.plan.workers]
         cross_host = self.cross_host_run() if self.plan.cross_host else None
+        topologies = self.topologies_run() if self.plan.cluster_dsns else None
         limits = self.limit_scenarios() if self.plan.limits else None
         scale = self.scale_scenarios() if self.plan.scale else None
         backlog = self.backlog_run(rows) if self.plan.backlog else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
-        return self.report(rows, cross_host, limits, scale, backlog, done_rows)
+        report = self.report(rows, cross_host, limits, scale, backlog, done_rows)
+        return {**report, "topologies": topologies}
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -188,6 +199,11 @@ class Bench:
         """--cross-host: pickups with no same-host doorbell, the largest worker count."""
         return run_cross_host(max(self.plan.workers), self.rung, self.db, self.env, self.tmp,
                               self.queue, self.server, self.progress, self._phase)
+
+    def topologies_run(self):
+        """--cluster-dsn: the cluster's two topologies against this server."""
+        return run_topologies(self.topology_plan, self.config, self.queue, self.tmp,
+                              self.progress, self._phase)
 
     def limit_scenarios(self):
         """--limits: the concurrency and the rate scenario, before any big table."""

@@ -196,6 +196,18 @@ def _statements(limited, unlimited=None):
                                            f" ({unlimited:.2f} without the limit)")
 
 
+def _topology_lines(topologies):
+    """--cluster-dsn: a line, the cluster's jobs/s as ratios of the single server's."""
+    if not topologies:
+        return []
+    single, *cluster = topologies["rows"]
+    return [f"cluster topologies, {topologies['supervisors']} supervisors of "
+            f"{topologies['workers']} workers, {topologies['jobs']:,} jobs: "
+            f"{single['topology']} {single['jobs_per_s']:,.0f} jobs/s; "
+            + "; ".join(f"{row['topology']} {row['jobs_per_s']:,.0f} jobs/s = "
+                        f"{row['ratio']:.2f}x (target >= {row['target']}x)" for row in cluster)]
+
+
 def _footer(report):
     lines = [f"{report['jobs']} no-op jobs of {report['payload_bytes']} payload bytes per run, "
              f"{report['pickups']} pickups; backend {report['backend']}"
@@ -209,6 +221,7 @@ def _footer(report):
                      + ("" if cross["idle_stmts_per_s"] is None else
                         f"; idle {cross['idle_stmts_per_s']:.1f} stmts/s")
                      + "; targets p50 < 20 ms, p99 < 100 ms, idle no higher than without")
+    lines += _topology_lines(report.get("topologies"))
     backlog = report.get("backlog")
     if backlog:
         lines.append(f"through a backlog of {backlog['rows']:,} ready jobs over "

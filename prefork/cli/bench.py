@@ -5,6 +5,7 @@ from ..config import Config
 from ..errors import UserError
 from ..bench.scale_names import SCENARIO_NAMES
 from ..limits.rules import Rate, parse_rate
+from ..store.mysql.dsn import parse_dsn
 from .parser import command, whole_number
 
 # The sizes of two --scale scenarios (a small default for --delayed: 100,000 rows
@@ -54,6 +55,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _cluster_dsn(text: str) -> str:
+    """--cluster-dsn mysql://user@node1:3306/db: one node of a cluster, a MySQL DSN."""
+    try:
+        parse_dsn(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("benchmark")
     group.add_argument("--workers", dest="bench_workers", type=_worker_counts, default=[1, 2, 4, 8],
@@ -98,6 +108,13 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                             "the supervisor hears no same-host doorbell and takes wake-ups over "
                             "UDP on loopback (doorbell = false, wakeup_bind = 127.0.0.1:0), as "
                             "one on another host would.")
+    group.add_argument("--cluster-dsn", dest="cluster_dsns", type=_cluster_dsn, action="append",
+                       default=[], metavar="DSN",
+                       help="A node of a database cluster (Galera, Group Replication), one "
+                            "flag per node, at least 2, migrated: also measure jobs/s with "
+                            "one supervisor per node of the largest worker count, all "
+                            "writing through the first node, then each through its own, as "
+                            "ratios of the configured server's (a plain one) in the same run.")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -119,5 +136,6 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
                 pickups=args.pickups, done_rows=args.done_rows, as_json=args.json,
                 limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
                 scale=args.scale or (), slow_jobs=args.slow_jobs, delayed=args.delayed,
-                backlog=args.backlog, cross_host=args.cross_host)
+                backlog=args.backlog, cross_host=args.cross_host,
+                cluster_dsns=tuple(args.cluster_dsns))
     return run_bench(plan, config)

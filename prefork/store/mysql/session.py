@@ -207,16 +207,17 @@ def _connect_to(dsn_args: dict[str, Any], config: Config, password: str | None,
         conn = _Connection(
             password=password or "", charset=CHARSET, autocommit=True,
             client_flag=CLIENT.MULTI_STATEMENTS,
-            connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
+            connect_timeout=config.connect_timeout, read_timeout=config.connect_timeout,
             write_timeout=config.write_timeout, defer_connect=True, **dsn_args)
         conn.names_deferred = True   # _set_up sends it
-        conn.connect()
+        conn.connect()   # greeting and login in connect_timeout: a hung server never greets
+        cast(Any, conn)._read_timeout = config.read_timeout   # PyMySQL's wait from here on
         try:
             # The version of the handshake: known without a round trip.
             server = parse_version(str(cast(Any, conn).get_server_info()))
             check_supported(server)
             dialect = dialect_for(server, config.dialect)
-            refused = refusal(*_set_up(conn, server, dialect, config))
+            refused = refusal(_set_up(conn, server, dialect, config), conn)
             if refused and not inspecting:
                 raise HostFailed(refused)
         except BaseException:
