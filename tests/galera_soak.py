@@ -60,8 +60,12 @@ class MultiWriterSettings(SoakSettings):
     plain_jobs: int = 500
     workers: int = 4                   # per supervisor, one supervisor per node
     chaos_seconds: float = 15.0        # sizes the handlers' work (SoakSettings.work_ms)
-    lease_seconds: float = 5.0
-    hard_timeout: float = 5.0
+    # Longer than a dead node's eviction (evs.inactive_timeout, 6 s), during which the
+    # cluster holds every commit: a worker whose lease is not extended for half a
+    # lease gives its job up (worker/parent_pulse.py), which a shorter lease would make
+    # it do on the live nodes too, and so re-run jobs the kill did not cut.
+    lease_seconds: float = 15.0
+    hard_timeout: float = 15.0
     kill_node: int = None              # SIGKILL this node mid-run, restart it
     kill_after: float = 4.0            # seconds into the run
     down_seconds: float = 4.0
