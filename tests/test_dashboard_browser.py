@@ -12,20 +12,17 @@ import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from chromium import chromium
 from conftest import wait_until
 from dashboard_helpers import PASSWORD, DashboardProcess, make_dead
 from harness import supervisor_starter
-from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from prefork.jobs import new_job
 from prefork.limits.rules import LimitRule
 from prefork.store.views import MinuteCounts
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 HOSTILE_QUEUE = '<img id="injected" src=x onerror="alert(1)">'   # fits VARCHAR(64)
 HOSTILE = '<script>alert("x")</script>' + HOSTILE_QUEUE
 PAGES = {"overview": "/", "jobs": "/jobs", "dead": "/dead", "queues": "/queues",
@@ -34,13 +31,7 @@ PAGES = {"overview": "/", "jobs": "/jobs", "dead": "/dead", "queues": "/queues",
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1400,1100", f"--user-data-dir={tmp_path / 'chromium'}"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium(tmp_path / "chromium", window="1400,1100", console_log=True)
     driver.set_page_load_timeout(30)
     try:
         yield driver

@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+# The browser the dashboard's tests drive (tests/chromium.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from chromium import chromium  # noqa: E402
 PASSWORD = "screenshots-only"
 PAGES = {"overview": "/", "jobs": "/jobs", "dead": "/dead", "queues": "/queues",
          "schedules": "/schedules", "restart": "/restart"}
@@ -84,17 +83,8 @@ def dashboard_url(process):
     return match.group(1).rstrip("/")
 
 
-def browser(profile):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000", f"--user-data-dir={profile}"):
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
-
 def screenshots(url, out, profile):
-    driver = browser(profile)
+    driver = chromium(profile)
     try:
         driver.get(url + "/login")
         driver.find_element(By.ID, "password").send_keys(PASSWORD)
