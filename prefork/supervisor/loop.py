@@ -292,8 +292,10 @@ class Supervisor:
         self.upkeep.limits_when_due(now, list(self.children.values()))
         self._jobs_finished(leases.write_behind_slow_jobs(self.upkeep, self.children.values(),
                                                           now))
-        self.upkeep.recover_when_due(now)
+        # A dead child's job first: its hand-back says why (a hard timeout, a crash)
+        # and charges it; once its lease has run out, recovery would take it first.
         self.upkeep.flush_hand_backs()
+        self.upkeep.recover_when_due(now)
         leases.after_reconnection(self.upkeep, self.children.values(), self.pool.database_back, now)
         self.upkeep.write_rollup_when_due(now)
         if self.upkeep.beat_when_due(now, self.target, lambda: self.pool.describe(now)):

@@ -25,6 +25,10 @@ SERVER_ROLE_MYSQL = (
     " (SELECT NULLIF(VARIABLE_VALUE, '') FROM performance_schema.global_variables"
     " WHERE VARIABLE_NAME = 'group_replication_group_name')")
 
+# MySQL without the performance_schema tables (started with performance_schema =
+# OFF, or a server that only says it is MySQL): read_only alone decides.
+SERVER_ROLE_READ_ONLY = "SELECT @@global.read_only, NULL, NULL, NULL"
+
 # A Group Replication member: how it sees itself and its group. Its own state and
 # role (NULL when it has no row), the members it can reach (not UNREACHABLE) and
 # all it knows of (hosts.group_refusal). A member with read_only OFF may still not

@@ -23,7 +23,8 @@ from pymysql.constants import ER
 from ...errors import DatabaseUnavailable
 from ...logs import event
 from .dsn import Address, shown
-from .host_queries import GROUP_MEMBER
+from .host_queries import (GROUP_MEMBER, SERVER_ROLE_MARIADB, SERVER_ROLE_MYSQL,
+                           SERVER_ROLE_READ_ONLY)
 
 Connected = TypeVar("Connected")
 SYNCED = "Synced"
@@ -52,6 +53,36 @@ class MemberView(NamedTuple):
     role: Optional[str]
     reachable: int         # members it can reach (not UNREACHABLE), itself included
     members: int
+
+
+def read_role(conn: pymysql.connections.Connection, mariadb: bool, settings: list[str],
+              args: tuple[int, ...]) -> tuple[Any, ...]:
+    """The session's set-up script: its settings, then the server's role (a ServerRole
+    row), in one round trip; the role's row. A script stops at its first error, the
+    statements before it in force: then the role is read alone."""
+    role_query = SERVER_ROLE_MARIADB if mariadb else SERVER_ROLE_MYSQL
+    try:
+        return _last_row(conn, [*settings, role_query], args)
+    except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args else None
+        if code == ER.UNKNOWN_SYSTEM_VARIABLE:   # no Galera: wsrep_retry_autocommit unknown
+            return _last_row(conn, [role_query], ())
+        if code == ER.NO_SUCH_TABLE and not mariadb:   # no performance_schema tables
+            return _last_row(conn, [SERVER_ROLE_READ_ONLY], ())
+        raise
+
+
+def _last_row(conn: pymysql.connections.Connection, statements: list[str],
+              args: tuple[int, ...]) -> tuple[Any, ...]:
+    """The first row of a script's last statement. The server answers every statement
+    at once; each answer is read in turn (raising the error of any)."""
+    with conn.cursor() as cursor:
+        cursor.execute(";\n".join(statements), args or None)
+        while cursor.nextset():
+            pass
+        row = cursor.fetchone()
+    assert row is not None, "a role query returns one row"
+    return tuple(row)
 
 
 def refusal(row: Sequence[Any], conn: pymysql.connections.Connection) -> Optional[str]:

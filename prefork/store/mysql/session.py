@@ -21,8 +21,7 @@ from .dsn import Address
 # Imported from here by the store's other parts and the CLI, as before dsn.py was.
 from .dsn import parse_dsn as parse_dsn
 from .dsn import redacted as redacted
-from .host_queries import SERVER_ROLE_MARIADB, SERVER_ROLE_MYSQL
-from .hosts import HostFailed, connect_first, refusal
+from .hosts import HostFailed, connect_first, read_role, refusal
 from .portable_queries import MYSQL_SQL_MODE
 from .schema_queries import (IDLE_TRANSACTION_TIMEOUT, NO_AUTOCOMMIT_RETRY, READ_COMMITTED,
                              SESSION_SETTINGS)
@@ -250,30 +249,7 @@ def _set_up(conn: pymysql.connections.Connection, server: Server, dialect: Flavo
         statements.append(NO_AUTOCOMMIT_RETRY)
     else:
         statements.append(MYSQL_SQL_MODE)
-    role_query = SERVER_ROLE_MARIADB if server.flavor is Flavor.MARIADB else SERVER_ROLE_MYSQL
-    try:
-        role = _last_row(conn, [*statements, role_query], args)
-    except pymysql.err.OperationalError as exc:
-        if error_code(exc) != ER.UNKNOWN_SYSTEM_VARIABLE:
-            raise
-        # A server built without Galera refused NO_AUTOCOMMIT_RETRY, and a script
-        # stops at its first error: the settings before it are in force, the role
-        # still to be read.
-        role = _last_row(conn, [role_query], ())
-    assert role is not None, "the role query returns one row"
-    return role
-
-
-def _last_row(conn: pymysql.connections.Connection, statements: list[str],
-              args: tuple[int, ...]) -> Row | None:
-    """Run a script in one round trip; the first row of its last statement. The server
-    answers every statement at once; each answer is read in turn (raising the error
-    of any)."""
-    with conn.cursor() as cursor:
-        cursor.execute(";\n".join(statements), args or None)
-        while cursor.nextset():
-            pass
-        return cursor.fetchone()
+    return read_role(conn, server.flavor is Flavor.MARIADB, statements, args)
 
 
 def idle_seconds(lease_seconds: float) -> int:
