@@ -12,9 +12,8 @@ import json
 import logging
 from typing import Any, Iterable, Protocol
 
-from .children import ChildProcess
-
 from ..logs import event
+from .children import ChildProcess
 
 # The most bytes of the children's description a heartbeat writes: every child of a
 # pool of about a thousand busy workers on 128-character job types (3,000 idle ones),
@@ -22,8 +21,8 @@ from ..logs import event
 MAX_CHILDREN_BYTES = 256 * 1024
 # Room kept for the entry that counts the children left out.
 SUMMARY_ROOM = 128
-HOLD_CAUSE = "heartbeat failing"
-RETRY_AFTER_FAILURE = 1.0   # seconds: a failed heartbeat is tried again this soon   # why the children of a holding supervisor stop
+HOLD_CAUSE = "heartbeat failing"   # why the children of a holding supervisor stop
+RETRY_AFTER_FAILURE = 1.0   # seconds: a failed heartbeat is tried again this soon
 
 
 def children_text(described: str, limit: int = MAX_CHILDREN_BYTES) -> str:
