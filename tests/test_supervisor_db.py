@@ -144,8 +144,11 @@ def test_crash_loop_backs_off_while_database_is_down_and_pool_refills(throwaway_
             # The last back-off logged before the spawn (by the log's order: the parent
             # logs a spawn after the fork, often in the same millisecond as the back-off
             # that the new child's failure then announces).
-            announced = [e for e in down_events[:down_events.index(spawn)]
-                         if e["event"] == "restart_backoff"][-1]
+            before = [e for e in down_events[:down_events.index(spawn)]
+                      if e["event"] == "restart_backoff"]
+            if not before:   # forked before the first back-off, in its millisecond
+                continue
+            announced = before[-1]
             assert when(spawn) >= when(announced) + announced["wait_s"] - 0.02, (spawn, announced)
         window = restarted_at - backoff_from
         rounds = (math.ceil(math.log2(BACKOFF_CAP / waits[0]))   # waits below the cap
