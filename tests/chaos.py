@@ -53,7 +53,7 @@ RSS) and every check, and exits 0 when all checks pass, 1 otherwise. The
 working directory (supervisor logs, execution log) is kept when a check
 fails, or always with --workdir.
 
-tests/test_chaos.py runs the same code under pytest (reduced size; full size
+tests/soak/test_chaos.py runs the same code under pytest (reduced size; full size
 with PREFORK_SOAK_FULL=1).
 """
 import argparse
@@ -119,6 +119,15 @@ BUSY_TITLE = re.compile(r" busy job (\d+) ")
 
 
 # --- settings ----------------------------------------------------------------------------
+
+
+def assert_report(report):
+    """Every check of the scenario passed; the failed ones are named otherwise."""
+    print(report.text())   # the figures, shown with -s or on failure
+    failed = report.failed()
+    assert not failed, (
+        "\n".join(f"{check.name}: {check.detail}" for check in failed)
+        + f"\n(logs in {report.workdir})\n" + report.text())
 
 @dataclass
 class SoakSettings:

@@ -1,4 +1,4 @@
-"""The Python interpreters tests/test_django.py runs the test project under: this one
+"""The Python interpreters tests/contrib/test_django.py runs the test project under: this one
 with Django 5.2 LTS and the django-tasks backport, and a python3.12 venv with
 Django 6.x (its own django.tasks), made once in a cache directory keyed by the
 versions and reused (PREFORK_TEST_CACHE, else ~/.cache/prefork-queue-tests)."""

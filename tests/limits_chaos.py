@@ -7,7 +7,7 @@ ready or reserved), and at no instant did more than 2 runs of a key overlap
 ends when its child was killed).
 
 run_limits(db, settings, workdir, log) -> chaos.Report, for tests/chaos.py's
-scenarios (the lead wires it into its command line and tests/test_chaos.py):
+scenarios (the lead wires it into its command line and tests/soak/test_chaos.py):
 
     @pytest.mark.soak
     def test_limits_hold_under_kills(throwaway_mariadb, tmp_path):

@@ -1,5 +1,5 @@
 """The README's Quick start and the tutorial's pages, read and run as a new user would
-(tests/test_readme.py).
+(tests/project/test_readme.py).
 
 Each walked text is a list of steps: the README's Quick start section, and the
 tutorial's pages in docs/tutorial/ that run on SQLite and MariaDB, in order, whole.
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 SECTION = "## Quick start"
 # The tutorial's pages a new user walks in one directory, in this order (its last
-# page, the Django task, needs a Django project: tests/test_django.py runs that).
+# page, the Django task, needs a Django project: tests/contrib/test_django.py runs that).
 TUTORIAL = [ROOT / "docs" / "tutorial" / name for name in
             ("first-jobs.md", "own-handlers.md", "mariadb.md")]
 MARKER = re.compile(r"<!-- (?:readme|doc)-test: (\S+)(?: (.+?))? -->")

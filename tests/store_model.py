@@ -34,7 +34,7 @@ The model says which ready jobs are due; the claim order among them (priority,
 available_at, id) uses the available_at values the store wrote, read back
 after every step.
 
-Run: tests/test_store_model.py (CI size, every backend), or longer:
+Run: tests/store/test_store_model.py (CI size, every backend), or longer:
     python tests/store_model.py --steps 20000 [--backend sqlite|mariadb|mysql]
 """
 import argparse

@@ -1,4 +1,4 @@
-"""Handlers for the chaos soak (tests/chaos.py, tests/test_chaos.py).
+"""Handlers for the chaos soak (tests/chaos.py, tests/soak/test_chaos.py).
 
 `chaos.ledger` first appends one line to the execution log (CHAOS_EXEC_LOG,
 opened O_APPEND, so lines of concurrent children never mix), then works for

@@ -1,4 +1,4 @@
-"""Handlers for tests/test_dashboard_data.py: one job type per outcome the per-minute
+"""Handlers for tests/dashboard/test_dashboard_data.py: one job type per outcome the per-minute
 rollup counts (done, failed then retried, dead at once, a worker's death)."""
 import os
 import signal

@@ -1,4 +1,4 @@
-"""Handlers for tests/test_errors.py: failures an operator must be able to read,
+"""Handlers for tests/worker/test_errors.py: failures an operator must be able to read,
 and job types with their own retry rules."""
 import os
 

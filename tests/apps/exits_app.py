@@ -1,4 +1,4 @@
-"""Handlers for tests/test_worker_exits.py: handlers that end their process, or try
+"""Handlers for tests/worker/test_worker_exits.py: handlers that end their process, or try
 to, instead of returning or raising an Exception."""
 import os
 import sys

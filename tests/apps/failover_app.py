@@ -1,4 +1,4 @@
-"""The failover drill's handler (tests/test_failover.py): each run appends its job id to
+"""The failover drill's handler (tests/ha/test_failover.py): each run appends its job id to
 FAILOVER_RUNS_FILE (outside the database: a run the database forgot is still counted),
 then holds its job a moment and writes its ledger row with its completion."""
 import os

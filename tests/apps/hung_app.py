@@ -1,4 +1,4 @@
-"""A handler for tests/test_hung_supervisor.py that will not be stopped: it swallows
+"""A handler for tests/supervisor/test_hung_supervisor.py that will not be stopped: it swallows
 every exception (QuickStop too) and sleeps on. Its runs are logged as limits_app's
 (start and end lines), and each stop it swallowed as an "ignored" line."""
 import os

@@ -1,4 +1,4 @@
-"""Handlers for the limits tests (tests/test_limits_supervisor.py, tests/limits_chaos.py).
+"""Handlers for the limits tests (tests/supervisor/test_limits_supervisor.py, tests/limits_chaos.py).
 
 Each limited handler appends to the execution log payload['log'] a line when it
 starts and one when it ends (in a finally: a quick stop's QuickStop passes

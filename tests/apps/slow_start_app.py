@@ -1,5 +1,5 @@
 """An application whose import the test holds open, to signal a supervisor while it
-imports its application (tests/test_startup_signals.py).
+imports its application (tests/supervisor/test_startup_signals.py).
 
 With PREFORK_TEST_IMPORT_GATE set, the import creates the file named by
 PREFORK_TEST_IMPORTING, then waits until the gate file exists (at most

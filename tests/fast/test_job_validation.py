@@ -1,6 +1,6 @@
 """What jobs.new_job accepts: whatever passes must be insertable, the same way, on
 both backends; whatever fails is one UserError line. And what Job.decode_payload
-treats as permanent. No database: the end-to-end checks are in tests/test_inputs.py."""
+treats as permanent. No database: the end-to-end checks are in tests/cli/test_inputs.py."""
 import pytest
 
 from prefork.errors import RejectedJob, UserError

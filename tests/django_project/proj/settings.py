@@ -1,4 +1,4 @@
-"""A small Django project on the prefork queue, for tests/test_django.py. The database
+"""A small Django project on the prefork queue, for tests/contrib/test_django.py. The database
 comes from the environment: PQ_TEST_DB_ENGINE (sqlite or mysql) and PQ_TEST_DB_NAME
 (the SQLite file, or the MariaDB database on PREFORK_TEST_DB_HOST:PORT as root)."""
 import os

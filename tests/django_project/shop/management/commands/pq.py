@@ -1,4 +1,4 @@
-"""manage.py pq ...: what tests/test_django.py does in the project, printed as JSON."""
+"""manage.py pq ...: what tests/contrib/test_django.py does in the project, printed as JSON."""
 import json
 from datetime import timedelta
 

@@ -19,6 +19,7 @@ from chaos import (
     PartitionSettings,
     SoakSettings,
     StallSettings,
+    assert_report,
     run_chaos,
     run_partition,
     run_stall,
@@ -26,15 +27,6 @@ from chaos import (
 from throwaway_db import throwaway_mariadb  # noqa: F401  (pytest fixture)
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
-
-
-def assert_report(report):
-    """Every check of the scenario passed; the failed ones are named otherwise."""
-    print(report.text())   # the figures, shown with -s or on failure
-    failed = report.failed()
-    assert not failed, (
-        "\n".join(f"{check.name}: {check.detail}" for check in failed)
-        + f"\n(logs in {report.workdir})\n" + report.text())
 
 
 @pytest.mark.soak

@@ -19,7 +19,7 @@ from prefork.cli.main import COMMANDS, build_parser
 from prefork.events import Event
 from prefork.settings import SETTINGS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 BUILD_TIMEOUT = 300          # seconds; a build takes well under a minute, on a loaded machine more
 

@@ -1,7 +1,7 @@
 """Documentation facts that must not drift from the code: the example config file, the
 generated reference tables (settings, events, exit codes), the README as a front page,
 and no development history in the pages. The built site is tested in
-tests/test_docs_site.py."""
+tests/project/test_docs_site.py."""
 import re
 import sys
 from pathlib import Path
@@ -14,7 +14,7 @@ from prefork.events import Event
 from prefork.jobs import JobStatus
 from prefork.settings import SETTINGS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 sys.path.insert(0, str(DOCS / "_ext"))

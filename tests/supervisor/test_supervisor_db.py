@@ -190,7 +190,7 @@ def test_crash_loop_backs_off_while_database_is_down_and_pool_refills(throwaway_
         assert all(by_key[key][0] in (1, 2) for key in slow_keys), by_key
         # A child that exited on its database error said so first (DatabaseFailed): its
         # job went back uncharged (tests/fast/test_protocol.py), unlike a handler's own
-        # os._exit(4) (tests/test_worker_exits.py).
+        # os._exit(4) (tests/worker/test_worker_exits.py).
         hand_backs = [e for e in sup.events("job_handed_back") if e["cause"] == "exit code 4"]
         assert not any(e["charged"] for e in hand_backs), hand_backs
         assert all(by_key[key][0] == 1 for key in ledger_keys), by_key

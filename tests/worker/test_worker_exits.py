@@ -9,7 +9,7 @@ own database failure) costs that job a crash, so --max-crashes ends it."""
 import pytest
 from conftest import wait_until
 from harness import supervisor_starter
-from test_django import line, project  # noqa: F401  (fixtures: the Django project per database)
+from django_harness import line, project  # noqa: F401  (fixtures: the Django project per database)
 
 from prefork.jobs import new_job
 

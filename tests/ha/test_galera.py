@@ -32,7 +32,7 @@ from galera_failover import FailoverSettings, run_node_failover
 from galera_soak import MultiWriterSettings, run_multi_writer
 from store_model import run
 from store_model_state import Tally
-from test_chaos import assert_report
+from chaos import assert_report
 
 from prefork import config as config_module
 from prefork.jobs import NewJob
@@ -77,7 +77,7 @@ def test_store_contract_holds_with_stores_on_different_nodes(cluster):
                 cursor.execute(CAUSAL_READS)
         tally = Tally()
         run(stores, SEQUENCES, STEPS, tally)
-        # As tests/test_store_model.py: random sequences may all miss a single
+        # As tests/store/test_store_model.py: random sequences may all miss a single
         # completion under a live lease; a second round then must not.
         if not (tally["claimed"] and tally["complete (one) ok"]):
             run(stores, SEQUENCES, STEPS, tally)

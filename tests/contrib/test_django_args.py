@@ -8,7 +8,7 @@ Run in the test project (tests/django_project) by `manage.py shell`, under both
 Django lines and on both databases (test_django.py's fixtures)."""
 import json
 
-from test_django import line, project  # noqa: F401  (pytest fixtures)
+from django_harness import line, project  # noqa: F401  (pytest fixtures)
 
 from prefork.jobs import TOO_DEEP_TO_ENQUEUE
 
