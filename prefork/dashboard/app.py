@@ -4,11 +4,12 @@ server runs (cheroot by `prefork-queue dashboard`, or gunicorn, behind a proxy).
 Every request passes here: its Host checked (one of the names we serve), the URL
 prefix split off, the route found, and every POST checked before its handler runs
 (a password configured, a live session, the request's Origin our own Host, the
-session's CSRF token), so no action can forget a check. Whatever a handler raises
+session's CSRF token; for the enqueue endpoint, its token and no foreign Origin),
+so no action can forget a check. Whatever a handler raises
 is answered here too, with the headers every answer carries: its own status for
 an HTTP error, 400 for refused input, 503 when the database is away, 500 (logged
-with its traceback) for anything else. The handlers (pages.py, api.py, actions.py)
-are given the Site (site.py), never this module's objects.
+with its traceback) for anything else. The handlers (pages.py, api.py, actions.py,
+enqueue.py) are given the Site (site.py), never this module's objects.
 """
 import functools
 import re
@@ -16,8 +17,9 @@ from collections.abc import Iterable
 from importlib import resources
 from wsgiref.types import StartResponse, WSGIEnvironment
 
+from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import (BadRequest, Forbidden, HTTPException, InternalServerError,
-                                 NotFound, ServiceUnavailable)
+                                 NotFound, ServiceUnavailable, Unauthorized)
 
 from .. import logs
 from ..config import Config
@@ -25,8 +27,9 @@ from ..errors import DatabaseUnavailable, UserError
 from ..events import Event
 from ..failures import ErrorWriter, database_error
 from ..store import driver_errors, open_store
-from . import actions, api, pages
-from .auth import SESSION_COOKIE, Gate, configured_password, token_matches
+from . import actions, api, enqueue, pages
+from .auth import (SESSION_COOKIE, Gate, bearer_matches, configured_enqueue_token,
+                   configured_secret, token_matches)
 from .hosts import ServedNames, parse_bind
 from .site import Site
 from .web import Request, Response, Routes, json_response, secured
@@ -40,17 +43,23 @@ READS = ("GET", "HEAD")   # safe to run again on a new connection
 FOREIGN_HOST = ("the Host header names no host this dashboard serves (a reverse proxy's "
                 "names go in dashboard_allowed_hosts)")
 FAULT = "internal error: the dashboard's log has the details (dashboard_request_failed)"
+FOREIGN_ORIGIN = "refused: the request's Origin is not this dashboard"
+ENQUEUE_OFF = ("the enqueue endpoint is off: set dashboard_enqueue_token (environment) or "
+               "dashboard_enqueue_token_file to turn it on")
+WRONG_TOKEN = "missing or wrong enqueue token (send Authorization: Bearer TOKEN)"
 
 
 def create_app(config: Config) -> "Dashboard":
-    """The dashboard for this config. Checks the schema and reads the password now, so
-    a wrong setting is one line at start, not an error on the first request."""
+    """The dashboard for this config. Checks the schema and reads the password and the
+    enqueue token now, so a wrong setting is one line at start, not an error on the
+    first request."""
     store = open_store(config)
     try:
         store.check_schema()
     finally:
         store.close()
-    return Dashboard(config, Gate(configured_password(config)))
+    return Dashboard(config, Gate(configured_secret(config, "dashboard_password")),
+                     configured_enqueue_token(config))
 
 
 def url_prefix(text: str) -> str:
@@ -60,15 +69,17 @@ def url_prefix(text: str) -> str:
 
 
 class Dashboard:
-    def __init__(self, config: Config, gate: Gate) -> None:
+    def __init__(self, config: Config, gate: Gate, enqueue_token: str | None = None) -> None:
         self.site = Site(config, gate)
         self.gate = gate
+        self.enqueue_token = enqueue_token   # None: the enqueue endpoint is off
         self.prefix = url_prefix(config.dashboard_url_prefix or "")
         self.hosts = ServedNames(parse_bind(config.dashboard_bind)[0],
                                  config.dashboard_allowed_hosts or [])
         self.routes = Routes([("GET", "/static/<name>", self.static)] + [
             (method, path, functools.partial(handler, self.site))
-            for module in (pages, actions, api) for method, path, handler in module.ROUTES])
+            for module in (pages, actions, api, enqueue)
+            for method, path, handler in module.ROUTES])
 
     # -- WSGI ------------------------------------------------------------------------------------
     def __call__(self, environ: WSGIEnvironment,
@@ -118,10 +129,13 @@ class Dashboard:
 
     def check_post(self, request: Request) -> None:
         """Refuse, before any handler runs, a POST that is not ours to take."""
+        if request.route_path == enqueue.ENQUEUE_PATH:
+            self.check_producer(request)
+            return
         if self.gate.read_only:
             raise Forbidden("read-only: no dashboard password is set")
         if not request.same_origin():
-            raise Forbidden("refused: the request's Origin is not this dashboard")
+            raise Forbidden(FOREIGN_ORIGIN)
         if request.route_path == LOGIN_PATH:
             return
         session = request.session
@@ -130,6 +144,17 @@ class Dashboard:
         given = request.form_value("csrf") or request.header("X-CSRF-Token")
         if not token_matches(session, given):
             raise Forbidden("refused: missing or wrong CSRF token")
+
+    def check_producer(self, request: Request) -> None:
+        """The enqueue endpoint's checks: it is on; a browser's request comes from our
+        own page (a producer's program sends no Origin); the token is right."""
+        if self.enqueue_token is None:
+            raise NotFound(ENQUEUE_OFF)
+        if request.header("Origin") and not request.same_origin():
+            raise Forbidden(FOREIGN_ORIGIN)
+        if not bearer_matches(self.enqueue_token, request.header("Authorization")):
+            logs.event(Event.DASHBOARD_ENQUEUE_REFUSED, address=request.address)
+            raise Unauthorized(WRONG_TOKEN, www_authenticate=WWWAuthenticate("bearer"))
 
     # -- answers ------------------------------------------------------------------------------------
     def error(self, request: Request, exc: HTTPException) -> Response:
