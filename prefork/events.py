@@ -188,7 +188,8 @@ class Event(enum.StrEnum):
                                  "get_result() (the failure itself is recorded)")
     # -- the dashboard (prefork/dashboard/) --------------------------------------------------
     DASHBOARD_STARTED = ("dashboard_started", INFO,
-                         "the dashboard listens: its address, URL prefix, read-only or not")
+                         "the dashboard listens: its address, URL prefix, read-only or not, "
+                         "its enqueue endpoint on or not")
     DASHBOARD_LOGIN_FAILED = ("dashboard_login_failed", WARNING,
                               "a wrong dashboard password (or one too many) from an address")
     DASHBOARD_ENQUEUE_REFUSED = ("dashboard_enqueue_refused", WARNING,

@@ -42,11 +42,18 @@ def refused(answer, status):
     return message
 
 
+def events(process, name):
+    return [event for event in map(json.loads, process.stderr().splitlines())
+            if event["event"] == catalogued(name)]
+
+
 def test_it_is_off_unless_a_token_is_configured(dashboard, db):
-    client = dashboard().client()
-    message = refused(post_job(client, JOB), 404)
+    process = dashboard("--log-format", "json")
+    message = refused(post_job(process.client(), JOB), 404)
     assert "dashboard_enqueue_token" in message
     assert job_count(db) == 0
+    assert [event["enqueue_endpoint"] for event in events(process, "dashboard_started")] == \
+        [False]
 
 
 def test_a_job_in_its_id_out_and_the_same_id_for_a_repeated_key(dashboard, db):
@@ -125,9 +132,10 @@ def test_every_refusal_is_one_line_with_the_usual_headers_and_changes_nothing(da
     same = post_job(client, {**JOB, "key": "from-our-page"},
                     Origin=f"http://{process.address}")
     assert same.status == 200, same.text
-    refusals = [event for event in map(json.loads, process.stderr().splitlines())
-                if event["event"] == catalogued("dashboard_enqueue_refused")]
+    refusals = events(process, "dashboard_enqueue_refused")
     assert len(refusals) == 9 and all(event["address"] == "127.0.0.1" for event in refusals)
+    assert [event["enqueue_endpoint"] for event in events(process, "dashboard_started")] == \
+        [True]
     assert TOKEN not in process.stderr()
 
 
