@@ -188,9 +188,13 @@ class Event(enum.StrEnum):
                                  "get_result() (the failure itself is recorded)")
     # -- the dashboard (prefork/dashboard/) --------------------------------------------------
     DASHBOARD_STARTED = ("dashboard_started", INFO,
-                         "the dashboard listens: its address, URL prefix, read-only or not")
+                         "the dashboard listens: its address, URL prefix, read-only or not, "
+                         "its enqueue endpoint on or not")
     DASHBOARD_LOGIN_FAILED = ("dashboard_login_failed", WARNING,
                               "a wrong dashboard password (or one too many) from an address")
+    DASHBOARD_ENQUEUE_REFUSED = ("dashboard_enqueue_refused", WARNING,
+                                 "a request to the HTTP enqueue endpoint without its token "
+                                 "(or with a wrong one), from an address")
     DASHBOARD_ACTION = ("dashboard_action", INFO,
                         "a logged-in dashboard user retried, discarded, paused, resumed or "
                         "restarted: what, how many jobs, from which address")

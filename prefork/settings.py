@@ -244,6 +244,14 @@ SETTINGS: list[Setting] = [
     Setting("dashboard_password_file", str, None, "File whose first line is the dashboard "
             "password (mode 0600 or stricter, as db_password_file).", "dashboard",
             metavar="PATH"),
+    Setting("dashboard_enqueue_token", str, None, "Token that turns on the dashboard's HTTP "
+            "enqueue endpoint (POST /api/enqueue with `Authorization: Bearer TOKEN`; off "
+            "without one); at least 32 characters; environment only "
+            "(PREFORK_QUEUE_DASHBOARD_ENQUEUE_TOKEN), never a flag.", "dashboard", secret=True,
+            flag=False),
+    Setting("dashboard_enqueue_token_file", str, None, "File whose first line is the enqueue "
+            "endpoint's token (mode 0600 or stricter, as db_password_file).", "dashboard",
+            metavar="PATH"),
     # integrations
     Setting("django", str, "", "Django settings module (as DJANGO_SETTINGS_MODULE): set Django "
             "up once in the supervisor and run the tasks of its INSTALLED_APPS.",

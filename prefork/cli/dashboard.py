@@ -9,7 +9,8 @@ from .parser import command
 @command("dashboard", "Serve the web dashboard (queues, jobs, dead jobs, schedules, "
          "supervisors) on --dashboard-bind, 127.0.0.1:8187 by default. Read-only unless "
          "a dashboard password is set (PREFORK_QUEUE_DASHBOARD_PASSWORD or "
-         "--dashboard-password-file).")
+         "--dashboard-password-file); its HTTP enqueue endpoint is off unless a token is "
+         "(PREFORK_QUEUE_DASHBOARD_ENQUEUE_TOKEN or --dashboard-enqueue-token-file).")
 def dashboard_command(args: argparse.Namespace, config: Config) -> None:
     # Imported here: jinja2 and cheroot load only for this command.
     from ..dashboard import create_app, server
@@ -19,4 +20,4 @@ def dashboard_command(args: argparse.Namespace, config: Config) -> None:
     server.warn_if_exposed(host)
     app = create_app(config)
     server.serve(app, host, port, url_prefix(config.dashboard_url_prefix or ""),
-                 app.gate.read_only)
+                 app.gate.read_only, app.enqueue_token is not None)

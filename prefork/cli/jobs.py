@@ -11,12 +11,13 @@ from .. import logs
 from ..config import Config
 from ..errors import UserError
 from ..failures import HISTORY_LENGTH, parsed_history
+from ..job_fields import check_job_types
 from ..jobs import MAX_ATTEMPTS_LIMIT, JobStatus, new_job
 from ..store import driver_errors
 from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
-from .jobs_file import check_job_types, enqueue_file
+from .jobs_file import enqueue_file
 from .parser import command, whole_number
 from .status_report import utc_text
 

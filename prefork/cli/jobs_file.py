@@ -2,20 +2,18 @@
 batches that commit one by one. When the database goes away mid-file, the error
 line says how many jobs were committed and the line to resume from (--from-line)."""
 from types import TracebackType
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
-from .. import registry
 from ..config import Config
 from ..errors import DatabaseUnavailable, UserError
 from ..failures import ErrorWriter, database_error
-from ..jobs import NewJob, new_job, parse_json
+from ..job_fields import check_job_types, job_from_fields
+from ..jobs import NewJob, parse_json
 from ..progress import Progress
 from ..store import driver_errors
 from .helpers import checked_store
 
 BULK_CHUNK = 1000   # lines per transaction
-JOB_LINE_FIELDS = {"type", "payload", "queue", "key", "delay", "priority", "max_attempts",
-                   "concurrency_key"}
 
 
 class FileJob(NamedTuple):
@@ -41,16 +39,6 @@ def enqueue_file(path: str, config: Config, from_line: int) -> None:
     finally:
         progress.finish()
     print(f"enqueued {new} new jobs ({len(lines) - new} already present)")
-
-
-def check_job_types(job_types: Iterable[str], config: Config) -> None:
-    """With `app` configured, refuse a job type no handler is registered for."""
-    if not config.app:
-        return
-    registry.import_apps(config.app)
-    for job_type in sorted(job_types):
-        if registry.lookup(job_type) is None and job_type not in config.named("command"):
-            raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
 
 
 def _cut_off(exc: BaseException, path: str, from_line: int, lines: list[FileJob],
@@ -113,20 +101,6 @@ def read_jobs_file(path: str, config: Config, from_line: int = 1) -> list[FileJo
 
 def _job_from_line(raw: bytes, where: str, config: Config) -> NewJob:
     try:
-        fields: Any = parse_json(raw, "line")
-    except UserError as exc:
-        raise UserError(f"{where}: {exc}") from None
-    if not isinstance(fields, dict) or "type" not in fields:
-        raise UserError(f"{where}: each line must be a JSON object with a \"type\"")
-    unknown = set(fields) - JOB_LINE_FIELDS
-    if unknown:
-        raise UserError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-    try:
-        return new_job(fields["type"], fields.get("payload", {}),
-                       queue=fields.get("queue", "default"), key=fields.get("key"),
-                       delay=fields.get("delay", 0), priority=fields.get("priority", 0),
-                       max_attempts=fields.get("max_attempts", config.max_attempts),
-                       max_payload_bytes=config.max_payload_bytes,
-                       concurrency_key=fields.get("concurrency_key"))
+        return job_from_fields(parse_json(raw, "line"), config)
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None

@@ -7,7 +7,6 @@ The dashboard acts through the configured account. Retry, cancel, pause, resume 
 restart need only the worker account's privileges; discard deletes rows, and an
 account without DELETE is told so in one line."""
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import pymysql
 from pymysql.constants import ER
@@ -19,10 +18,8 @@ from ..jobs import QUEUE_PATTERN, JobStatus
 from ..store.contract import Store
 from . import data
 from .auth import SESSION_COOKIE, set_session_cookie
+from .site import Site
 from .web import Request, Response, json_response, redirect
-
-if TYPE_CHECKING:
-    from .app import Dashboard
 
 BATCH = 500          # dead jobs per request of a bulk action: one short transaction each
 RETRIED = (JobStatus.DEAD, JobStatus.CANCELLED)   # what Retry takes by id, as the CLI's
@@ -35,23 +32,23 @@ NO_DELETE = ("discard needs the DELETE privilege on prefork_jobs, which this das
              "database account lacks: use an admin account's `prefork-queue discard`")
 
 
-def login(app: "Dashboard", request: Request) -> Response:
-    if app.gate.locked_out(request.address):
+def login(site: Site, request: Request) -> Response:
+    if site.gate.locked_out(request.address):
         logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.address, locked_out=True)
-        return app.render(request, "login.html", 429,
-                          problem="too many wrong passwords: wait a few minutes")
-    session_id = app.gate.log_in(request.address, request.form_value("password"))
+        return site.render(request, "login.html", 429,
+                           problem="too many wrong passwords: wait a few minutes")
+    session_id = site.gate.log_in(request.address, request.form_value("password"))
     if session_id is None:
         logs.event(Event.DASHBOARD_LOGIN_FAILED, address=request.address, locked_out=False)
-        return app.render(request, "login.html", 401,
-                          problem="wrong password")
+        return site.render(request, "login.html", 401,
+                           problem="wrong password")
     response = redirect(request.root + "/")
     set_session_cookie(response, session_id, request.root, request.is_secure)
     return response
 
 
-def logout(app: "Dashboard", request: Request) -> Response:
-    app.gate.log_out(request.cookies.get(SESSION_COOKIE))
+def logout(site: Site, request: Request) -> Response:
+    site.gate.log_out(request.cookies.get(SESSION_COOKIE))
     response = redirect(request.root + "/")
     set_session_cookie(response, "", request.root, request.is_secure, 0)
     return response
@@ -74,10 +71,10 @@ def act_on_dead(store: Store, action: str, ids: Sequence[int]) -> int:
         raise
 
 
-def selected(app: "Dashboard", request: Request, action: str) -> Response:
+def selected(site: Site, request: Request, action: str) -> Response:
     """The dead jobs ticked on the page (or the one of a job's page)."""
     ids = [data.job_id(text, "id") for text in request.form.getlist("id")[:BATCH]]
-    count = act_on_dead(app.store(), action, ids)
+    count = act_on_dead(site.store(), action, ids)
     audit(request, action, jobs=count, selected=len(ids))
     notify(request, f"Retried {count} job(s)." if action == "retry"
            else f"Discarded {count} dead job(s).")
@@ -86,13 +83,13 @@ def selected(app: "Dashboard", request: Request, action: str) -> Response:
     return redirect(request.root + (f"/jobs/{ids[0]}" if back_to_job else "/dead"))
 
 
-def batch(app: "Dashboard", request: Request) -> Response:
+def batch(site: Site, request: Request) -> Response:
     """One bounded batch of a bulk action on every dead job matching the filter: the
     newest BATCH of them older than `after` (none: from the newest). The page sends
     the next_after of each answer until finished, so an interrupted run leaves every
     batch either done or untouched, and no job is taken twice in one run."""
     values = {name: request.form_value(name) for name in data.FILTER_ARGS}
-    store = app.store()
+    store = site.store()
     page = store.find_jobs(data.job_filter(values, JobStatus.DEAD),
                            data.optional_job_id(request.form_value("after"), "after"), BATCH)
     ids = [int(row["id"]) for row in page.rows]
@@ -105,11 +102,11 @@ def batch(app: "Dashboard", request: Request) -> Response:
 
 # -- cancelling ------------------------------------------------------------------------------------
 
-def cancel(app: "Dashboard", request: Request) -> Response:
+def cancel(site: Site, request: Request) -> Response:
     """Cancel the job of a job's page: at once when ready, stopped by its supervisor
     when running; a finished one is left alone. Back to its page, which says which."""
     job_id = data.job_id(request.form_value("id"), "id")
-    report = app.store().cancel([job_id])
+    report = site.store().cancel([job_id])
     if report.missing:
         raise NotFound(f"no job {job_id}")
     outcome = ("cancelled" if report.cancelled else "stopping" if report.stopping
@@ -121,30 +118,30 @@ def cancel(app: "Dashboard", request: Request) -> Response:
 
 # -- queues and restarts --------------------------------------------------------------------------
 
-def pause(app: "Dashboard", request: Request) -> Response:
-    return _set_paused(app, request, True)
+def pause(site: Site, request: Request) -> Response:
+    return _set_paused(site, request, True)
 
 
-def resume(app: "Dashboard", request: Request) -> Response:
-    return _set_paused(app, request, False)
+def resume(site: Site, request: Request) -> Response:
+    return _set_paused(site, request, False)
 
 
-def _set_paused(app: "Dashboard", request: Request, paused: bool) -> Response:
+def _set_paused(site: Site, request: Request, paused: bool) -> Response:
     queue = request.form_value("queue")
     if not QUEUE_PATTERN.fullmatch(queue):
         raise BadRequest("not a queue name")
-    app.store().set_paused(queue, paused)
+    site.store().set_paused(queue, paused)
     done = "paused" if paused else "resumed"
     audit(request, done, queue=queue)
     notify(request, f"Queue {queue} {done}.")
     return redirect(request.root + "/queues")
 
 
-def restart(app: "Dashboard", request: Request) -> Response:
+def restart(site: Site, request: Request) -> Response:
     host = request.form_value("host") or ALL_HOSTS
-    if host != ALL_HOSTS and host not in data.hosts(app.store()):
+    if host != ALL_HOSTS and host not in data.hosts(site.store()):
         raise BadRequest("no supervisor runs on that host")
-    app.store().request_restart(host)
+    site.store().request_restart(host)
     audit(request, "restart", host=host)
     notify(request, f"Rolling restart requested for host {host} ('*': every host).")
     return redirect(request.root + "/restart")
@@ -166,8 +163,8 @@ def audit(request: Request, action: str, **fields: object) -> None:
 ROUTES = (
     ("POST", "/login", login),
     ("POST", "/logout", logout),
-    ("POST", "/dead/retry", lambda app, request: selected(app, request, "retry")),
-    ("POST", "/dead/discard", lambda app, request: selected(app, request, "discard")),
+    ("POST", "/dead/retry", lambda site, request: selected(site, request, "retry")),
+    ("POST", "/dead/discard", lambda site, request: selected(site, request, "discard")),
     ("POST", "/api/dead/batch", batch),
     ("POST", "/jobs/cancel", cancel),
     ("POST", "/queues/pause", pause),

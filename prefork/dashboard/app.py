@@ -4,24 +4,22 @@ server runs (cheroot by `prefork-queue dashboard`, or gunicorn, behind a proxy).
 Every request passes here: its Host checked (one of the names we serve), the URL
 prefix split off, the route found, and every POST checked before its handler runs
 (a password configured, a live session, the request's Origin our own Host, the
-session's CSRF token), so no action can forget a check. Whatever a handler raises
+session's CSRF token; for the enqueue endpoint, its token and no foreign Origin),
+so no action can forget a check. Whatever a handler raises
 is answered here too, with the headers every answer carries: its own status for
 an HTTP error, 400 for refused input, 503 when the database is away, 500 (logged
-with its traceback) for anything else. Each server thread keeps its own store (a
-connection is not shared between threads); a database error drops it, and the
-next request reconnects.
+with its traceback) for anything else. The handlers (pages.py, api.py, actions.py,
+enqueue.py) are given the Site (site.py), never this module's objects.
 """
 import functools
 import re
-import threading
 from collections.abc import Iterable
 from importlib import resources
-from typing import Any
 from wsgiref.types import StartResponse, WSGIEnvironment
 
-import jinja2
+from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import (BadRequest, Forbidden, HTTPException, InternalServerError,
-                                 NotFound, ServiceUnavailable)
+                                 NotFound, ServiceUnavailable, Unauthorized)
 
 from .. import logs
 from ..config import Config
@@ -29,10 +27,11 @@ from ..errors import DatabaseUnavailable, UserError
 from ..events import Event
 from ..failures import ErrorWriter, database_error
 from ..store import driver_errors, open_store
-from ..store.contract import Store
-from . import actions, api, pages
-from .auth import SESSION_COOKIE, Gate, configured_password, token_matches
+from . import actions, api, enqueue, pages
+from .auth import (SESSION_COOKIE, Gate, bearer_matches, configured_enqueue_token,
+                   configured_secret, token_matches)
 from .hosts import ServedNames, parse_bind
+from .site import Site
 from .web import Request, Response, Routes, json_response, secured
 
 STATIC_NAME = re.compile(r"[a-z0-9_-]{1,64}\.(js|css|svg)")
@@ -44,17 +43,23 @@ READS = ("GET", "HEAD")   # safe to run again on a new connection
 FOREIGN_HOST = ("the Host header names no host this dashboard serves (a reverse proxy's "
                 "names go in dashboard_allowed_hosts)")
 FAULT = "internal error: the dashboard's log has the details (dashboard_request_failed)"
+FOREIGN_ORIGIN = "refused: the request's Origin is not this dashboard"
+ENQUEUE_OFF = ("the enqueue endpoint is off: set dashboard_enqueue_token (environment) or "
+               "dashboard_enqueue_token_file to turn it on")
+WRONG_TOKEN = "missing or wrong enqueue token (send Authorization: Bearer TOKEN)"
 
 
 def create_app(config: Config) -> "Dashboard":
-    """The dashboard for this config. Checks the schema and reads the password now, so
-    a wrong setting is one line at start, not an error on the first request."""
+    """The dashboard for this config. Checks the schema and reads the password and the
+    enqueue token now, so a wrong setting is one line at start, not an error on the
+    first request."""
     store = open_store(config)
     try:
         store.check_schema()
     finally:
         store.close()
-    return Dashboard(config, Gate(configured_password(config)))
+    return Dashboard(config, Gate(configured_secret(config, "dashboard_password")),
+                     configured_enqueue_token(config))
 
 
 def url_prefix(text: str) -> str:
@@ -64,36 +69,17 @@ def url_prefix(text: str) -> str:
 
 
 class Dashboard:
-    def __init__(self, config: Config, gate: Gate) -> None:
-        self.config = config
+    def __init__(self, config: Config, gate: Gate, enqueue_token: str | None = None) -> None:
+        self.site = Site(config, gate)
         self.gate = gate
+        self.enqueue_token = enqueue_token   # None: the enqueue endpoint is off
         self.prefix = url_prefix(config.dashboard_url_prefix or "")
-        self.redact_keys: list[str] = list(config.dashboard_redact or [])
         self.hosts = ServedNames(parse_bind(config.dashboard_bind)[0],
                                  config.dashboard_allowed_hosts or [])
-        self.templates = jinja2.Environment(
-            loader=jinja2.PackageLoader("prefork.dashboard", "templates"),
-            autoescape=True, undefined=jinja2.StrictUndefined)
         self.routes = Routes([("GET", "/static/<name>", self.static)] + [
-            (method, path, functools.partial(handler, self))
-            for module in (pages, actions, api) for method, path, handler in module.ROUTES])
-        self._local = threading.local()
-
-    # -- the store of this thread ----------------------------------------------------------
-    def store(self) -> Store:
-        store: Store | None = getattr(self._local, "store", None)
-        if store is None:
-            store = self._local.store = open_store(self.config)
-        return store
-
-    def _drop_store(self) -> None:
-        store = getattr(self._local, "store", None)
-        self._local.store = None
-        if store is not None:
-            try:
-                store.close()
-            except driver_errors():
-                pass
+            (method, path, functools.partial(handler, self.site))
+            for module in (pages, actions, api, enqueue)
+            for method, path, handler in module.ROUTES])
 
     # -- WSGI ------------------------------------------------------------------------------------
     def __call__(self, environ: WSGIEnvironment,
@@ -130,7 +116,7 @@ class Dashboard:
         request.session = self.gate.session(request.cookies.get(SESSION_COOKIE))
         if request.method == "POST":
             self.check_post(request)
-        reused = getattr(self._local, "store", None) is not None
+        reused = self.site.has_store()
         try:
             return handler(request, **values)
         except driver_errors():
@@ -138,15 +124,18 @@ class Dashboard:
                 raise
         # This thread's connection, idle since its last request, was lost (the server
         # restarted): a read is answered on a new one, not with a 503.
-        self._drop_store()
+        self.site.drop_store()
         return handler(request, **values)
 
     def check_post(self, request: Request) -> None:
         """Refuse, before any handler runs, a POST that is not ours to take."""
+        if request.route_path == enqueue.ENQUEUE_PATH:
+            self.check_producer(request)
+            return
         if self.gate.read_only:
             raise Forbidden("read-only: no dashboard password is set")
         if not request.same_origin():
-            raise Forbidden("refused: the request's Origin is not this dashboard")
+            raise Forbidden(FOREIGN_ORIGIN)
         if request.route_path == LOGIN_PATH:
             return
         session = request.session
@@ -156,16 +145,18 @@ class Dashboard:
         if not token_matches(session, given):
             raise Forbidden("refused: missing or wrong CSRF token")
 
-    # -- answers ------------------------------------------------------------------------------------
-    def render(self, request: Request, template: str, status: int = 200,
-               **context: Any) -> Response:
-        session = request.session
-        page = self.templates.get_template(template).render(
-            root=request.root, path=request.route_path, read_only=self.gate.read_only,
-            can_act=session is not None, csrf=session.csrf if session else "",
-            notice=session.take_notice() if session else "", **context)
-        return Response(page, status, mimetype="text/html")
+    def check_producer(self, request: Request) -> None:
+        """The enqueue endpoint's checks: it is on; a browser's request comes from our
+        own page (a producer's program sends no Origin); the token is right."""
+        if self.enqueue_token is None:
+            raise NotFound(ENQUEUE_OFF)
+        if request.header("Origin") and not request.same_origin():
+            raise Forbidden(FOREIGN_ORIGIN)
+        if not bearer_matches(self.enqueue_token, request.header("Authorization")):
+            logs.event(Event.DASHBOARD_ENQUEUE_REFUSED, address=request.address)
+            raise Unauthorized(WRONG_TOKEN, www_authenticate=WWWAuthenticate("bearer"))
 
+    # -- answers ------------------------------------------------------------------------------------
     def error(self, request: Request, exc: HTTPException) -> Response:
         """Its one line, as a page or as {"error": ...}, with the headers it names
         (Allow, Retry-After)."""
@@ -173,7 +164,7 @@ class Dashboard:
         if request.route_path.startswith("/api/"):
             response = json_response({"error": message}, status)
         else:
-            response = self.render(request, "error.html", status, message=message)
+            response = self.site.render(request, "error.html", status, message=message)
         for name, value in exc.get_headers():
             if name.lower() != "content-type":
                 response.headers[name] = value
@@ -182,7 +173,7 @@ class Dashboard:
     def unavailable(self, request: Request, message: str) -> Response:
         """503: the database is away, not the request at fault; the next request
         reconnects."""
-        self._drop_store()
+        self.site.drop_store()
         return self.error(request, ServiceUnavailable(message, retry_after=RETRY_AFTER_SECONDS))
 
     def static(self, request: Request, name: str) -> Response:

@@ -1,11 +1,14 @@
-"""Who may act: the dashboard password, login sessions, their CSRF tokens, and the
-login rate limit.
+"""Who may act: the dashboard password, login sessions, their CSRF tokens, the
+login rate limit, and the enqueue endpoint's token.
 
 Read-only unless a password is configured (PREFORK_QUEUE_DASHBOARD_PASSWORD or
 dashboard_password_file, never a flag or the config file). A login gets a random
 session id (kept in memory only: a restart logs everyone out) and a CSRF token of
-its own, which every state-changing request must carry.
+its own, which every state-changing request must carry. The enqueue endpoint is
+off unless its token is configured the same way (dashboard_enqueue_token); a
+producer sends it in every request, as `Authorization: Bearer TOKEN`.
 """
+import hashlib
 import hmac
 import secrets
 import threading
@@ -28,19 +31,35 @@ LOGIN_WINDOW = 300.0
 FAILED_LOGIN_DELAY = 1.0
 
 
-def configured_password(config: Any) -> str | None:
-    """The dashboard password from the environment or the password file (checked
-    private, as db_password_file is), or None: read-only."""
-    if config.dashboard_password:
-        return str(config.dashboard_password)
-    path = config.dashboard_password_file
+MIN_TOKEN_LENGTH = 32   # the enqueue token: guessing it must be hopeless
+
+
+def configured_secret(config: Any, name: str) -> str | None:
+    """The secret setting `name` (dashboard_password, dashboard_enqueue_token) from the
+    environment, or the first line of the file its `<name>_file` setting names
+    (checked private, as db_password_file is); None when neither is set."""
+    value = getattr(config, name)
+    if value:
+        return str(value)
+    path = getattr(config, f"{name}_file")
     if not path:
         return None
-    password = read_password_file(path, "dashboard_password_file",
-                                  config.db_password_file_mode_check)
-    if not password:
-        raise UserError(f"dashboard_password_file {path!r} is empty")
-    return password
+    secret = read_password_file(path, f"{name}_file", config.db_password_file_mode_check)
+    if not secret:
+        raise UserError(f"{name}_file {path!r} is empty")
+    return secret
+
+
+def configured_enqueue_token(config: Any) -> str | None:
+    """The enqueue endpoint's token, or None: the endpoint is off."""
+    token = configured_secret(config, "dashboard_enqueue_token")
+    if token is None:
+        return None
+    token = token.strip()
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise UserError(f"dashboard_enqueue_token has {len(token)} characters: use at least "
+                        f"{MIN_TOKEN_LENGTH} random ones (e.g. `openssl rand -hex 32`)")
+    return token
 
 
 @dataclass
@@ -129,6 +148,18 @@ class Gate:
 
 def token_matches(session: Session, given: str) -> bool:
     return hmac.compare_digest(session.csrf.encode("utf-8"), given.encode("utf-8"))
+
+
+def bearer_matches(token: str, authorization: str) -> bool:
+    """Whether an Authorization header is `Bearer <token>`. Compared in constant time,
+    as digests of equal length: neither the token nor its length leaks by timing."""
+    scheme, _, given = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        _digest(token), _digest(given.strip()))
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
 
 
 def set_session_cookie(response: Response, session_id: str, path: str, secure: bool,

@@ -23,9 +23,10 @@ MAX_REQUEST_BODY = 1024 * 1024
 STOP_CHECK_SECONDS = 0.5   # how often the waiting main thread looks (a signal wakes it sooner)
 
 
-def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> None:
+def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool,
+          enqueue_on: bool = False) -> None:
     """Serve until SIGTERM or SIGINT. Says where on stdout once it listens (the port
-    the system chose, for port 0)."""
+    the system chose, for port 0), and whether the HTTP enqueue endpoint is on."""
     server = wsgi.Server((host, port), app, numthreads=THREADS, timeout=REQUEST_TIMEOUT,
                          server_name="prefork-queue-dashboard")
     server.max_request_header_size = MAX_REQUEST_HEADER
@@ -35,10 +36,12 @@ def serve(app: Any, host: str, port: int, url_prefix: str, read_only: bool) -> N
     bound_host, bound_port = server.bind_addr[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     mode = "read-only: no dashboard password set" if read_only else "actions need a login"
+    if enqueue_on:
+        mode += "; POST /api/enqueue takes jobs with its token"
     print(f"dashboard serving on http://{shown}:{bound_port}{url_prefix}/ ({mode})",
           flush=True)
     logs.event(Event.DASHBOARD_STARTED, address=f"{shown}:{bound_port}",
-               url_prefix=url_prefix, read_only=read_only)
+               url_prefix=url_prefix, read_only=read_only, enqueue_endpoint=enqueue_on)
     # cheroot serves in a thread of its own and the main thread only waits: a stop
     # raised as an exception wherever the main thread happened to be (inside a
     # lock of cheroot's, say) could leave the server unable to stop.
