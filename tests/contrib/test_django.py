@@ -188,6 +188,13 @@ def test_bad_django_setups_are_one_line_errors(line, tmp_path, settings, message
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_the_projects_own_test_suite_runs_its_tasks_inline(project):
+    """shop/tests.py: a result reads back as enqueued, a second alias and OPTIONS
+    overridden in a test reach the worker (prefork.testing.inline's)."""
+    done = project.manage("test", "shop", "--noinput", check=False)
+    assert done.returncode == 0 and "Ran 3 tests" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("project", ["sqlite"], indirect=True)
 def test_a_reload_keeps_the_django_database(project):
     sup = project.supervisor()

@@ -4,15 +4,14 @@ django.tasks.backends.dummy.DummyBackend and ...immediate.ImmediateBackend.
 
 DummyBackend enqueues and nothing runs the tasks; the `results` and clear() that the
 tests inspect read and empty the queue's tables. ImmediateBackend runs each task as it
-is enqueued: the real worker inline (prefork.testing.inline(dsn).drain()), then the
+is enqueued: the real worker inline (prefork.testing.inline(...).drain()), then the
 result read back through get_result(). As Django's, it runs a task once and keeps its
 traceback, unless its OPTIONS say otherwise."""
 from django.db import connections
 
 import prefork.testing
-from prefork.contrib.django import TaskBackend
+from prefork.contrib.django import TaskBackend, testing_config
 from prefork.contrib.django.compat import TaskResultDoesNotExist
-from prefork.contrib.django.database import dsn_of
 from prefork.contrib.django.options import Options
 
 IMMEDIATE = {"max_attempts": 1, "store_traceback": True}
@@ -46,8 +45,7 @@ class ImmediateBackend(TaskBackend):
 
     def enqueue(self, task, args, kwargs):
         result = super().enqueue(task, args, kwargs)
-        dsn = dsn_of(self.database, connections[self.database].settings_dict)
-        with prefork.testing.inline(dsn, raise_on_dead=False) as queue:
+        with prefork.testing.inline(testing_config(self.database), raise_on_dead=False) as queue:
             queue.drain(task.queue_name)
         result.refresh()
         return result
