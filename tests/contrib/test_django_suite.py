@@ -90,3 +90,11 @@ def adapted_tests(django_tests, into):
     assert patch.returncode == 0, (f"adaptation.patch does not apply to Django "
                                    f"{DJANGO6_VERSION}'s tests/tasks:\n{patch.stderr}")
     return into
+
+
+def test_the_howto_says_what_this_suite_finds():
+    path = Path(__file__).resolve().parents[2] / "docs" / "howto" / "django.md"
+    howto = " ".join(path.read_text().split())
+    assert f"Django {DJANGO6_VERSION}'s `tests/tasks`" in howto
+    assert f"{TESTS - len(DIFFERENT)} of their {TESTS} tests" in howto
+    assert f"the {len(DIFFERENT)} others" in howto
