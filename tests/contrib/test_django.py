@@ -40,10 +40,13 @@ def test_commit_publishes_the_row_and_its_task_and_a_rollback_neither(project):
     times = [datetime.fromisoformat(result[name])
              for name in ("enqueued_at", "started_at", "finished_at")]
     assert times == sorted(times) and all(moment.utcoffset() is not None for moment in times)
-    seen = [(line["signal"], line["status"]) for line in project.signals()
-            if line.get("id") == committed["id"]]
-    assert seen == [("task_enqueued", "READY"), ("task_started", "RUNNING"),
-                    ("task_finished", "SUCCESSFUL")]
+    def seen():
+        return [(line["signal"], line["status"]) for line in project.signals()
+                if line.get("id") == committed["id"]]
+    # task_finished is sent once the job reads done: its line may come a little later.
+    wait_until(lambda: len(seen()) >= 3, timeout=60, message="task_finished logged")
+    assert seen() == [("task_enqueued", "READY"), ("task_started", "RUNNING"),
+                      ("task_finished", "SUCCESSFUL")]
     workers = {line["pid"] for line in project.signals()
                if line.get("id") == committed["id"] and line["signal"] != "task_enqueued"}
     assert workers == {worker_pid}
