@@ -16,7 +16,6 @@ from prefork.bench import processes
 PROJECT = Path(__file__).resolve().parent / "django_project"
 SETTINGS = "proj.settings"
 WORKERS = 2
-DELAY = 6   # seconds a run_after task waits: longer than the start of a supervisor
 
 
 @pytest.fixture(scope="module", params=["django5.2", "django6"])
@@ -86,7 +85,7 @@ class Project:
         enqueued = self.pq("enqueue", task, *map(json.dumps, values), *flags)
         return enqueued["ids"] if "times" in options else enqueued["id"]
 
-    def wait_result(self, result_id, status, timeout=30):
+    def wait_result(self, result_id, status, timeout=60):
         def reached():
             found = self.pq("result", result_id)
             return found if found["status"] == status else None

@@ -62,17 +62,21 @@ def test_a_handler_that_exits_ends_dead_within_bounded_forks(supervisor, backend
         assert (row["crashes"], row["last_error"]) == \
             (MAX_CRASHES, f"crashed its worker {MAX_CRASHES} times: exit code {code}"), row
     # The job a worker died running is charged; the others it held (claimed in its
-    # batch, not started) go back uncharged.
+    # batch, not started) go back uncharged. The parent logs a hand-back, and then the
+    # worker's exit, just after it writes the job's row: wait for the last ones.
+    crashes = len(exited) * MAX_CRASHES
+    wait_until(lambda: len(charged_hand_backs(sup)) >= crashes
+               and (mode or len(sup.events("worker_exited")) >= crashes), timeout=60,
+               interval=0.2, message="the last crash's hand-back and exit logged")
+    assert sorted(charged_hand_backs(sup)) == sorted(
+        (job_id, f"exit code {code}") for job_id, code in exited.items()
+        for _ in range(MAX_CRASHES))
     handed_back = sup.events("job_handed_back")
-    charged = [(event["job_id"], event["cause"]) for event in handed_back if event["charged"]]
-    assert sorted(charged) == sorted((job_id, f"exit code {code}") for job_id, code
-                                     in exited.items() for _ in range(MAX_CRASHES))
     assert all(event["cause"].endswith("before it started") for event in handed_back
                if not event["charged"]), handed_back
     assert not sup.events("worker_fatal")
     # The forks: the pool's, one per job with --max-items 1, and one per crash; no more.
     spawned = len(sup.events("worker_spawned"))
-    crashes = len(exited) * MAX_CRASHES
     runs = len(raised) * MAX_ATTEMPTS + crashes
     bound = WORKERS + (runs if mode else crashes)
     print(f"forks: {spawned} (bound {bound}: {WORKERS} workers and "
@@ -84,6 +88,11 @@ def test_a_handler_that_exits_ends_dead_within_bounded_forks(supervisor, backend
     assert sup.proc.poll() is None
 
 
+def charged_hand_backs(sup):
+    return [(event["job_id"], event["cause"]) for event in sup.events("job_handed_back")
+            if event["charged"]]
+
+
 # -- through the Django backend ----------------------------------------------------------
 
 def test_a_django_task_that_exits_reads_failed(project):
@@ -93,4 +102,7 @@ def test_a_django_task_that_exits_reads_failed(project):
     assert failed["attempts"] == 2   # the project's OPTIONS max_attempts
     assert failed["errors"] == ["builtins.SystemExit"] * 2
     assert not sup.log.events("worker_fatal") and not sup.log.events("worker_exited")
-    assert len(sup.log.events("worker_spawned")) == 2   # the pool's two, nothing more
+    # The pool's two, nothing more (the second may be logged after the first ran it all).
+    wait_until(lambda: len(sup.log.events("worker_spawned")) >= 2, timeout=60,
+               message="the pool's two workers spawned")
+    assert len(sup.log.events("worker_spawned")) == 2

@@ -6,7 +6,8 @@ the `django_tasks` backport before it).
                          "QUEUES": ["default"], "OPTIONS": {"database": "default"}}}
 
 and `prefork-queue --workers 8 --django myproject.settings` runs the tasks.
-TaskBackend is imported on first use: Django imports this package while it fills
+In a test, `prefork.testing.inline(testing_config())` runs the tasks on Django's test
+database. Both are imported on first use: Django imports this package while it fills
 its app registry, before the Tasks framework may be loaded.
 """
 from typing import Any
@@ -16,4 +17,7 @@ def __getattr__(name: str) -> Any:
     if name == "TaskBackend":
         from .backend import TaskBackend
         return TaskBackend
+    if name == "testing_config":
+        from .runner import testing_config
+        return testing_config
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

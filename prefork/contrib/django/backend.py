@@ -11,13 +11,12 @@ larger first) are the queue's negated (smaller first): 100 -> -100, 0 -> 0.
 """
 import functools
 import logging
-from datetime import datetime, timezone as dt_timezone
 from typing import Any
 
 from ... import client
 from ...errors import UserError
 from ...jobs import JOB_TYPE_PATTERN, QUEUE_PATTERN, TOO_DEEP_TO_ENQUEUE
-from . import compat, execution, results
+from . import compat, enqueued, execution, results
 from .options import Options
 
 logger = logging.getLogger("prefork.contrib.django")
@@ -50,7 +49,7 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         if not JOB_TYPE_PATTERN.fullmatch(task.module_path):
             raise compat.InvalidTask(f"Task path {task.module_path!r} is not a job type "
                                      "(1-128 of A-Z a-z 0-9 _ . : -)")
-        execution.register(task, self)
+        execution.register(task)
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         """Write the task's job in the open transaction of the backend's database (idle
@@ -67,13 +66,12 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
                 worker_ids=[])
         except RecursionError:   # the normalisation recurses: nested far past our limit
             raise UserError(TOO_DEEP_TO_ENQUEUE) from None
-        payload = {"args": result.args, "kwargs": result.kwargs, "priority": task.priority,
-                   "enqueued_at": execution.stamp(_utc(enqueued_at))}
+        payload = enqueued.written(task, result.args, result.kwargs, self.alias, enqueued_at)
         with transaction.atomic(using=self.database):
             raw = connections[self.database].connection   # atomic() has connected it
             job_id = client.enqueue(
                 raw, task.module_path, payload, queue=task.queue_name, priority=-task.priority,
-                run_at=_utc(task.run_after) if task.run_after else None,
+                run_at=enqueued.naive_utc(task.run_after) if task.run_after else None,
                 max_attempts=self.prefork_options.max_attempts)
             object.__setattr__(result, "id", str(job_id))
             # Once the job is public: ring, then tell task_enqueued's receivers (a
@@ -94,10 +92,3 @@ def _ring(raw_connection: Any, queue: str) -> None:
     """After the commit: wake an idle worker of this host for the new job."""
     client.notify(raw_connection, queue)
 
-
-def _utc(moment: datetime) -> datetime:
-    """A Django time as naive UTC (a naive one is in Django's current time zone)."""
-    from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment)
-    return moment.astimezone(dt_timezone.utc).replace(tzinfo=None)

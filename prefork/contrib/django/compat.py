@@ -35,8 +35,11 @@ TaskError: Any = _base.TaskError
 TaskResult: Any = _base.TaskResult
 TaskResultStatus: Any = _base.TaskResultStatus
 DEFAULT_TASK_PRIORITY: int = _base.DEFAULT_TASK_PRIORITY
-# Renamed on the way into Django: InvalidTaskError (backport) became InvalidTask.
+# Renamed on the way into Django: InvalidTaskError (backport) became InvalidTask, and
+# InvalidTaskBackendError InvalidTaskBackend.
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
+InvalidTaskBackend: Any = (getattr(_exceptions, "InvalidTaskBackend", None)
+                           or _exceptions.InvalidTaskBackendError)
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist
 task_enqueued: Any = _signals.task_enqueued
 task_started: Any = _signals.task_started

@@ -12,14 +12,14 @@ import inspect
 import json
 import logging
 import traceback
-from datetime import datetime, timezone
 from typing import Any
 
 from ... import registry
 from ...errors import JobCancelled, PermanentError, QuickStop, RejectedJob
 from ...jobs import Job, utc_now
 from ...logs import current_host_pid, event
-from . import compat
+from . import compat, enqueued
+from .enqueued import aware, stamp
 from .options import Options
 from .queries import INSERT_RESULT
 
@@ -32,7 +32,7 @@ class ResultRefused(RejectedJob):
 
 
 class KnownTask:
-    """A task of a TaskBackend, as the handler of its job type."""
+    """A task of ours with the TASKS backend that runs this job of it."""
 
     def __init__(self, task: Any, backend: Any) -> None:
         self.task = task
@@ -40,30 +40,31 @@ class KnownTask:
         self.options: Options = backend.prefork_options
         self.sender: type = type(backend)        # what the signals name as their sender
 
-    def __call__(self, job: Job) -> None:
-        Attempt(self, job).run()
-
 
 # module path -> its task: the registry get_result() and the worker look tasks up in.
-_KNOWN: dict[str, KnownTask] = {}
+_KNOWN: dict[str, Any] = {}
 
 
-def register(task: Any, backend: Any) -> None:
+def register(task: Any) -> None:
     """Make `task` the handler of jobs of its module path (the first one seen: the
     copies `task.using(...)` makes run the same function)."""
     path = task.module_path
     if path not in _KNOWN:
-        _KNOWN[path] = known = KnownTask(task, backend)
-        registry.handler(path)(known)
+        _KNOWN[path] = task
+        registry.handler(path)(run_job)
 
 
-def known(path: str) -> KnownTask | None:
+def known(path: str) -> Any | None:
+    """The registered task of a module path, or None."""
     return _KNOWN.get(path)
 
 
-def stamp(moment: datetime) -> str:
-    """Naive UTC as the results table takes it on both dialects."""
-    return moment.isoformat(sep=" ", timespec="microseconds")
+def run_job(job: Job) -> None:
+    """Every task's handler: the job run with the backend that enqueued it, as TASKS
+    configures that backend now."""
+    task = _KNOWN[job.type]
+    Attempt(KnownTask(task, enqueued.backend_named(enqueued.alias_of(job.payload, task))),
+            job).run()
 
 
 def class_path(exc: BaseException) -> str:
@@ -79,11 +80,10 @@ class Attempt:
         self.worker = current_host_pid()
         self.started = utc_now()
         payload = job.payload
-        task = known_task.task.using(queue_name=job.queue,
-                                     priority=payload.get("priority", compat.DEFAULT_TASK_PRIORITY))
         self.result = compat.TaskResult(
-            task=task, id=str(job.id), status=compat.TaskResultStatus.RUNNING,
-            enqueued_at=aware(payload.get("enqueued_at")), started_at=aware(self.started),
+            task=enqueued.task_of(known_task.task, job.queue, payload), id=str(job.id),
+            status=compat.TaskResultStatus.RUNNING,
+            enqueued_at=enqueued.enqueued_at(payload, None), started_at=aware(self.started),
             last_attempted_at=aware(self.started), finished_at=None,
             args=payload.get("args", []), kwargs=payload.get("kwargs", {}),
             backend=known_task.alias, errors=[],
@@ -157,20 +157,6 @@ class Attempt:
 def _bounded_traceback(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     return text[-TRACEBACK_CHARS:]
-
-
-def aware(moment: datetime | str | None) -> datetime | None:
-    """A naive UTC time (or its ISO text) as Django wants it under its USE_TZ."""
-    if moment is None:
-        return None
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    from django.conf import settings  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    from django.utils import timezone as django_timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    aware = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
-    if settings.USE_TZ:
-        return aware
-    return django_timezone.make_naive(aware)
 
 
 def registered() -> list[str]:

@@ -5,7 +5,8 @@ from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
 from ...jobs import FINISHED_STATES, JobStatus
-from . import compat, execution
+from . import compat, enqueued, execution
+from .enqueued import aware
 from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
 
 # Django's task states have no cancelled one: a cancelled task did not succeed.
@@ -42,13 +43,13 @@ def read(backend_alias: str, database: str, result_id: str) -> Any:
     with connections[database].cursor() as cursor:
         cursor.execute(JOB_OF_RESULT, [job_id])
         found = cursor.fetchone()
-        known = execution.known(found[0]) if found else None
-        if found is None or known is None or known.alias != backend_alias:
+        task = execution.known(found[0]) if found else None
+        if task is None or enqueued.alias_of(json.loads(found[2]), task) != backend_alias:
             raise compat.TaskResultDoesNotExist(f"no task result {result_id!r} in backend "
                                                 f"{backend_alias!r}")
         cursor.execute(ATTEMPTS_OF_RESULT, [job_id])
         attempts = [AttemptRow(*row) for row in cursor.fetchall()]
-    return _result(known, result_id, JobRow(*found), attempts)
+    return _result(task, result_id, JobRow(*found), attempts)
 
 
 def _job_id(result_id: str) -> int:
@@ -58,23 +59,22 @@ def _job_id(result_id: str) -> int:
     return int(text)
 
 
-def _result(known: "execution.KnownTask", result_id: str, job: JobRow,
+def _result(registered: Any, result_id: str, job: JobRow,
             attempts: Sequence[AttemptRow]) -> Any:
     payload = json.loads(job.payload)
     status = JobStatus(job.status)
-    task = known.task.using(queue_name=job.queue,
-                            priority=payload.get("priority", compat.DEFAULT_TASK_PRIORITY))
+    task = enqueued.task_of(registered, job.queue, payload)
     running = status is JobStatus.RESERVED
     starts = [_time(row.started_at) for row in attempts] + ([_time(job.updated_at)] if running
                                                             else [])
     result = compat.TaskResult(
         task=task, id=result_id, status=compat.TaskResultStatus[STATUS[status]],
-        enqueued_at=execution.aware(_time(job.created_at)),
-        started_at=execution.aware(starts[0] if starts else None),
-        last_attempted_at=execution.aware(starts[-1] if starts else None),
-        finished_at=execution.aware(_time(job.finished_at)) if status in FINISHED_STATES
+        enqueued_at=enqueued.enqueued_at(payload, _time(job.created_at)),
+        started_at=aware(starts[0] if starts else None),
+        last_attempted_at=aware(starts[-1] if starts else None),
+        finished_at=aware(_time(job.finished_at)) if status in FINISHED_STATES
         else None,
-        args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=known.alias,
+        args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=task.backend,
         errors=[compat.TaskError(exception_class_path=row.exception_class_path,
                                  traceback=row.traceback or "")
                 for row in attempts if row.exception_class_path],

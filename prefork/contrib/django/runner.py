@@ -98,14 +98,30 @@ def fresh_connections(job: Job) -> Iterator[None]:
 
 def our_backends() -> list[Any]:
     """The TASKS backends that are ours, built (which registers nothing by itself:
-    tasks register when their modules are imported)."""
+    tasks register when their modules are imported). A BACKEND that does not import
+    is none of ours."""
     from django.conf import settings  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     from . import compat
     from .backend import TaskBackend
-    handler = compat.task_backends()
-    return [handler[alias] for alias in getattr(settings, "TASKS", {})
-            if isinstance(handler[alias], TaskBackend)]
+    built = []
+    for alias in getattr(settings, "TASKS", {}):
+        try:
+            built.append(compat.task_backends()[alias])
+        except compat.InvalidTaskBackend:
+            continue
+    return [backend for backend in built if isinstance(backend, TaskBackend)]
+
+
+def testing_config(alias: str = "default") -> Config:
+    """The queue in DATABASES[alias] as Django has it now (in a test, the test
+    database), its queues those of the TaskBackends kept there: for a test's
+    `prefork.testing.inline(testing_config())`."""
+    from django.db import connections  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    queues = [queue for backend in our_backends() if backend.database == alias
+              for queue in sorted(backend.queues)]
+    config = _on_database(connections[alias])
+    return config.replace(queues=list(dict.fromkeys(queues))) if queues else config
 
 
 def migrate_database(connection: Any) -> None:
@@ -113,15 +129,19 @@ def migrate_database(connection: Any) -> None:
     is for, when a TaskBackend keeps its queue there (else nothing)."""
     if connection.alias not in ({backend.database for backend in our_backends()} or {"default"}):
         return
-    dsn = database.dsn_of(connection.alias, connection.settings_dict)
-    config = config_module.load().replace(dsn=dsn, db_password=connection.settings_dict.get(
-        "PASSWORD") or None)
-    store = open_store(config, create=True)
+    store = open_store(_on_database(connection), create=True)
     try:
         applied = store.migrate()
     finally:
         store.close()
     event("django_migrated", database=connection.alias, applied=",".join(map(str, applied)))
+
+
+def _on_database(connection: Any) -> Config:
+    """The configuration (as the CLI reads it) with the queue on Django's `connection`."""
+    settings_dict = connection.settings_dict
+    return config_module.load().replace(dsn=database.dsn_of(connection.alias, settings_dict),
+                                        db_password=settings_dict.get("PASSWORD") or None)
 
 
 def _setup(module: str) -> None:

@@ -1,6 +1,8 @@
 """A small Django project on the prefork queue, for tests/contrib/test_django.py. The database
 comes from the environment: PQ_TEST_DB_ENGINE (sqlite or mysql) and PQ_TEST_DB_NAME
-(the SQLite file, or the MariaDB database on PREFORK_TEST_DB_HOST:PORT as root)."""
+(the SQLite file, or the MariaDB database on PREFORK_TEST_DB_HOST:PORT as root). The
+same database is `manage.py test`'s (made anew: SQLite's default is in memory, where
+the queue's processes could not share it)."""
 import os
 
 import django
@@ -21,12 +23,14 @@ if os.environ["PQ_TEST_DB_ENGINE"] == "mysql":
         pymysql.install_as_MySQLdb()
     DATABASES = {"default": {
         "ENGINE": "django.db.backends.mysql", "NAME": os.environ["PQ_TEST_DB_NAME"],
+        "TEST": {"NAME": os.environ["PQ_TEST_DB_NAME"]},
         "HOST": os.environ.get("PREFORK_TEST_DB_HOST", "127.0.0.1"),
         "PORT": os.environ.get("PREFORK_TEST_DB_PORT", "3306"),
         "USER": os.environ.get("PREFORK_TEST_DB_USER", "root"), "PASSWORD": ""}}
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3",
-                             "NAME": os.environ["PQ_TEST_DB_NAME"]}}
+                             "NAME": os.environ["PQ_TEST_DB_NAME"],
+                             "TEST": {"NAME": os.environ["PQ_TEST_DB_NAME"]}}}
 
 TASKS = {"default": {
     "BACKEND": "prefork.contrib.django.TaskBackend",

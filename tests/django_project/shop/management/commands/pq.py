@@ -58,7 +58,7 @@ class Command(BaseCommand):
                    "run_after": timezone.now() + timedelta(seconds=delay) if delay else None}
         chosen = chosen.using(**{key: value for key, value in changes.items() if value is not None})
         ids = [chosen.enqueue(*values).id for _ in range(times)]
-        return {"id": ids[0], "ids": ids}
+        return {"id": ids[0], "ids": ids, "run_after": _iso(chosen.run_after)}
 
     def result(self, id, **_):
         result = tasks.mark_order.get_backend().get_result(id)
@@ -69,8 +69,8 @@ class Command(BaseCommand):
                  "tracebacks": [error.traceback for error in result.errors],
                  "worker_ids": result.worker_ids}
         for name in ("enqueued_at", "started_at", "last_attempted_at", "finished_at"):
-            moment = getattr(result, name)
-            shown[name] = moment.isoformat() if moment else None
+            shown[name] = _iso(getattr(result, name))
+        shown["run_after"] = _iso(result.task.run_after)
         if result.status == "SUCCESSFUL":
             shown["return_value"] = result.return_value
         result.refresh()   # the framework's refresh() goes through get_result() too
@@ -83,3 +83,7 @@ class Command(BaseCommand):
     def traces(self, **_):
         return [{"label": trace.label, "pid": trace.pid, "connection_id": trace.connection_id}
                 for trace in Trace.objects.order_by("id")]
+
+
+def _iso(moment):
+    return moment.isoformat() if moment else None
