@@ -9,7 +9,8 @@ from cli_checks import assert_refused, closed_port
 from conftest import run_cli
 
 from prefork import config, settings
-from prefork.cli import main as cli
+from prefork.cli.dispatch import every_command
+from prefork.cli.parser import build_parser, commands_of
 from prefork.errors import UserError
 
 PASSWORD = "pw-Do-Not-Echo-42"
@@ -21,14 +22,23 @@ def write_conf(tmp_path, text, name="prefork.ini"):
     return str(path)
 
 
+OVERRIDING = ", overriding the config file's "
+
+
 def shown_settings(stdout):
     """`prefork-queue config` output -> {name: (value, source)}."""
     shown = {}
     for line in stdout.splitlines():
         name, rest = line.split(" = ", 1)
-        value, source = rest.rsplit("#", 1)
-        shown[name] = (value.strip(), source.strip())
+        value, source = rest.split("    # ", 1)
+        shown[name] = (value.strip(), source.partition(OVERRIDING)[0])
     return shown
+
+
+def overridden_settings(stdout):
+    """`prefork-queue config` output -> {name: the config file's value it overrides}."""
+    notes = [line.partition(OVERRIDING)[2] for line in stdout.splitlines()]
+    return dict(note.split(" = ", 1) for note in notes if note)
 
 
 # --- precedence ---------------------------------------------------------------------
@@ -75,6 +85,8 @@ def test_precedence_end_to_end_through_the_config_command(tmp_path):
     assert shown["max_attempts"] == ("8", "env")
     assert shown["retry_base"] == ("5.0", "flag")
     assert set(shown) == {setting.name for setting in settings.SETTINGS}
+    # Of the file's settings, the two the environment or a flag changes say so.
+    assert overridden_settings(result.stdout) == {"max_attempts": "7", "retry_base": "3.0"}
 
 
 def test_settings_flags_work_before_the_command_and_after_it_wins(tmp_path):
@@ -160,9 +172,10 @@ def test_there_is_no_db_password_flag(args):
 def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
     secrets = [setting for setting in settings.SETTINGS if setting.secret]
     assert secrets and not any(setting.flag for setting in secrets)
-    parser = cli.build_parser()
-    commands = parser._subparsers._group_actions[0].choices
-    assert set(commands) == set(cli.COMMANDS) and "run" in commands
+    registered = every_command()
+    parser = build_parser()
+    commands = commands_of(parser)
+    assert set(commands) == set(registered) and "run" in commands
     for sub in [parser, *commands.values()]:
         options = {option for action in sub._actions for option in action.option_strings}
         assert "--db-password" not in options and "--db-password-file" in options, sub.prog
