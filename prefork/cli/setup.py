@@ -73,7 +73,7 @@ def _config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _example() -> str:
     """The settings, then the named sections, each example made beside its parser."""
-    from ..observers import schedules
+    from .. import schedules
     from ..worker import commands
     return example_file() + commands.example() + schedules.example()
 

@@ -22,11 +22,10 @@ import signal
 import time
 from typing import Any, Callable, Optional
 
-from .. import config as config_module, logs, observers, registry
+from .. import config as config_module, logs, observers, registry, schedules
 from ..errors import UserError
 from ..jobs import Job, Outcome
 from ..logs import event
-from ..observers import schedules
 from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
 from ..wakeups.listening import Listeners

@@ -1,11 +1,19 @@
 """The layout's rules, checked on the source: no import cycle between the package's
-modules, no module over 400 lines, no class over 300 lines."""
+modules (every import counts: at module level, inside a function, for type checkers
+only), no module over 400 lines, no class over 300 lines."""
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "prefork"
 MAX_MODULE_LINES = 400
 MAX_CLASS_LINES = 300
+# Cycles being broken on another branch, allowed here until it lands (and only these).
+KNOWN_CYCLES = [
+    # issue 28 item 10: dashboard/app.py imports the pages, the API and the actions,
+    # which import it back (for the app's class and helpers).
+    {"prefork.dashboard.app", "prefork.dashboard.pages", "prefork.dashboard.api",
+     "prefork.dashboard.actions"},
+]
 
 
 def module_name(path):
@@ -20,11 +28,12 @@ def modules():
 
 
 def imported_modules(name, path, known):
-    """The package's modules that `name` imports at module level (imports inside
-    functions are deferred on purpose and cannot make a cycle at import time)."""
+    """The package's modules that `name` imports anywhere in its source. An import
+    inside a function, or for type checkers only, is a dependency all the same: a
+    cycle of them is two modules that cannot be understood, or changed, apart."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -78,16 +87,43 @@ def import_graph():
     return graph
 
 
+def without_known_cycles(graph):
+    """The graph without the imports inside each of KNOWN_CYCLES."""
+    return {name: {target for target in targets
+                   if not any({name, target} <= cycle for cycle in KNOWN_CYCLES)}
+            for name, targets in graph.items()}
+
+
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_imports_inside_functions_and_for_type_checkers_count(tmp_path):
+    (tmp_path / "a.py").write_text("def later():\n    from .b import thing\n")
+    (tmp_path / "b.py").write_text("from typing import TYPE_CHECKING\n\n"
+                                   "if TYPE_CHECKING:\n    from . import a\n")
+    known = {"pkg.a": tmp_path / "a.py", "pkg.b": tmp_path / "b.py"}
+    graph = {name: imported_modules(name, path, known) for name, path in known.items()}
+    assert graph == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.a"]
 
 
 def test_no_import_cycle_between_the_packages_modules():
     graph = import_graph()
     assert "prefork.supervisor.loop" in graph and graph["prefork.supervisor.loop"], \
         "the import graph was not read"
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+    cycle = find_cycle(without_known_cycles(graph))
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_each_known_cycle_is_still_there():
+    """An exception for a cycle that is gone must go too."""
+    graph = import_graph()
+    for cycle in KNOWN_CYCLES:
+        inside = {name: graph[name] & cycle for name in cycle}
+        assert find_cycle(inside) is not None, f"no cycle left in {sorted(cycle)}: " \
+                                               "remove it from KNOWN_CYCLES"
 
 
 def test_no_module_over_400_lines():
