@@ -25,6 +25,7 @@ DEFAULT_COMMAND = "run"
 USAGE = f"{PROG} [-h] [--version] [--config PATH] [--SETTING VALUE ...] [COMMAND] [ARGS ...]"
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 CONFIG_FLAG = "--config"
+CONFIG_HELP = "Config file (INI, [prefork-queue] section)."
 # Where the settings flags land: before the command under one prefix, after it under
 # another, so that the one after can win and no command's own option is taken for one.
 BEFORE_COMMAND = "before_command_"
@@ -106,7 +107,8 @@ class NotRead(argparse.Action):
 
     def __init__(self, option_strings: Sequence[str], dest: str, command: str,
                  setting: Setting, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        # With or without a value (`--workers 3`, `--workers`): refused all the same.
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
         self.command, self.setting = command, setting
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
@@ -171,11 +173,11 @@ def _add_settings(parser: argparse.ArgumentParser, entry: Command) -> None:
     the flag of each other setting refused (NotRead), unless the command has an option
     of that name (bench's --workers is a list of worker counts)."""
     group = parser.add_argument_group(
-        f"{SETTINGS_GROUP}", f"Also PREFORK_QUEUE_<NAME> or a key of the config file; a flag "
+        SETTINGS_GROUP, f"Also PREFORK_QUEUE_<NAME> or a key of the config file; a flag "
         f"goes before or after the command (after wins). `{PROG} config --help` lists every "
         "setting.")
     group.add_argument(CONFIG_FLAG, dest=AFTER_COMMAND + "config", metavar="PATH",
-                       help="Config file (INI, [prefork-queue] section).")
+                       help=CONFIG_HELP)
     for setting in SETTINGS:
         if not setting.flag:
             continue
@@ -192,7 +194,7 @@ def _top_level_settings(parser: argparse.ArgumentParser) -> None:
     """Every settings flag, taken before the command (each is checked against the
     command's once it is known); only --config is listed in the top level's help."""
     parser.add_argument(CONFIG_FLAG, dest=BEFORE_COMMAND + "config", metavar="PATH",
-                        help="Config file (INI, [prefork-queue] section).")
+                        help=CONFIG_HELP)
     for setting in SETTINGS:
         if setting.flag:
             parser.add_argument(setting.flag_name, dest=BEFORE_COMMAND + setting.name,
