@@ -30,16 +30,48 @@ literal or comment: PyMySQL substitutes there.
 Running enqueued jobs inline in an application's tests: `import prefork.testing`
 (not imported here, so production processes do not load it).
 """
-from importlib import metadata
+from typing import TYPE_CHECKING
 
-from .cancellation import CancelReport
-from .client import Client, Connection, cancel, enqueue, notify
-from .errors import JobCancelled, LeaseLost, PermanentError
-from .jobs import Job
-from .registry import handler
-
-# The one version literal is setup.cfg's; an installed package (wheel or editable) has it
-# in its metadata.
-__version__ = metadata.version("prefork-queue")
+# What `import prefork` offers, and the module each name lives in. Each is imported on
+# first use (PEP 562), not here: a process that needs one part (the command line, a
+# worker) does not pay for the others, and `prefork-queue run` holds its signals before
+# the store and the drivers are loaded (supervisor/startup.py).
+PUBLIC = {
+    "handler": "registry",
+    "enqueue": "client", "cancel": "client", "notify": "client", "Client": "client",
+    "Connection": "client",
+    "Job": "jobs",
+    "CancelReport": "cancellation",
+    "PermanentError": "errors", "LeaseLost": "errors", "JobCancelled": "errors",
+}
 __all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
            "PermanentError", "LeaseLost", "JobCancelled"]
+
+if TYPE_CHECKING:   # what type checkers see: these names and no other
+    from .cancellation import CancelReport as CancelReport
+    from .client import Client as Client, Connection as Connection, cancel as cancel
+    from .client import enqueue as enqueue, notify as notify
+    from .errors import JobCancelled as JobCancelled, LeaseLost as LeaseLost
+    from .errors import PermanentError as PermanentError
+    from .jobs import Job as Job
+    from .registry import handler as handler
+
+    __version__: str
+else:
+    from importlib import import_module
+
+    def __getattr__(name):
+        """A public name, imported from its module on first use and kept here; and
+        __version__, the installed package's (setup.cfg holds the one literal)."""
+        if name == "__version__":
+            from importlib import metadata
+            value = metadata.version("prefork-queue")
+        elif name in PUBLIC:
+            value = getattr(import_module(f".{PUBLIC[name]}", __name__), name)
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        globals()[name] = value
+        return value
+
+    def __dir__():
+        return sorted(set(globals()) | set(PUBLIC) | {"__version__"})

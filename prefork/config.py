@@ -8,22 +8,34 @@ flag and never printed unmasked.
 import configparser
 import os
 import stat
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .errors import UserError
 from .settings import (BY_NAME, ENV_PREFIX, FILE_SECTION, MASK, NAMED_SECTION_KINDS, SETTINGS,
                        Sections, Setting, shown)
 
+
+class Overridden(NamedTuple):
+    """A setting of the config file that the environment or a flag overrides: both
+    values as `prefork-queue config` shows them (secrets masked), and the winner's source."""
+    setting: str
+    file_value: str
+    value: str
+    source: str   # "env" or "flag"
+
+
 class Config:
     """The effective settings: attribute access, plus where each value came from."""
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str],
-                 path: Optional[str] = None, sections: Optional[Sections] = None) -> None:
+                 path: Optional[str] = None, sections: Optional[Sections] = None,
+                 from_file: Optional[Mapping[str, Any]] = None) -> None:
         self._values = dict(values)
         self._sources = dict(sources)
         self.path = path
         self.sections: Sections = sections or {}   # see NAMED_SECTION_KINDS
+        self._from_file = dict(from_file or {})   # {name: value} the config file sets
 
     def named(self, kind: str) -> dict[str, dict[str, str]]:
         """{name: {key: raw text}} of the [kind:name] sections of the config file."""
@@ -42,21 +54,22 @@ class Config:
     def replace(self, **changes: Any) -> "Config":
         values = dict(self._values, **changes)
         sources = dict(self._sources, **{name: "override" for name in changes})
-        return Config(values, sources, self.path, self.sections)
+        return Config(values, sources, self.path, self.sections, self._from_file)
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(name, shown value, source) rows with secrets masked, for `prefork-queue config`."""
-        rows = []
-        for setting in SETTINGS:
-            value = self._values[setting.name]
-            if setting.secret and value:
-                text = MASK
-            elif setting.name == "dsn" and value:
-                text = masked_dsn(value)
-            else:
-                text = shown(value)
-            rows.append((setting.name, text, self._sources[setting.name]))
-        return rows
+        return [(setting.name, _masked(setting, self._values[setting.name]),
+                 self._sources[setting.name]) for setting in SETTINGS]
+
+    def overridden(self) -> list[Overridden]:
+        """The settings of the config file whose value the environment or a flag replaces
+        with another (a flag that repeats the file's value overrides nothing)."""
+        return [Overridden(setting.name, _masked(setting, self._from_file[setting.name]),
+                           _masked(setting, self._values[setting.name]),
+                           self._sources[setting.name])
+                for setting in SETTINGS if setting.name in self._from_file
+                and self._sources[setting.name] in ("env", "flag")
+                and self._from_file[setting.name] != self._values[setting.name]]
 
     def password(self) -> Optional[str]:
         """The database password from the environment or the password file, or None."""
@@ -66,6 +79,16 @@ class Config:
             return read_password_file(self.db_password_file, "db_password_file",
                                       self.db_password_file_mode_check)
         return None
+
+
+def _masked(setting: Setting, value: Any) -> str:
+    """A setting's value as `prefork-queue config` shows it: secrets masked, and a
+    password in the DSN."""
+    if setting.secret and value:
+        return MASK
+    if setting.name == "dsn" and value:
+        return masked_dsn(value)
+    return shown(value)
 
 
 def read_password_file(path: str, setting: str, check_mode: bool = True) -> str:
@@ -165,16 +188,18 @@ def load(flags: Optional[Mapping[str, Optional[str]]] = None, path: Optional[str
     from_file, sections = read_file(path) if path else ({}, {})
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    file_values: dict[str, Any] = {}
     for setting in SETTINGS:
         value, source = setting.default, "default"
         if setting.name in from_file:
             value, source = _parse(setting, from_file[setting.name], f"config file {path!r}"), "file"
+            file_values[setting.name] = value
         if setting.env_name in environ:
             value, source = _parse(setting, environ[setting.env_name], setting.env_name), "env"
         flag = flags.get(setting.name)
         if flag is not None:
             value, source = _parse(setting, flag, setting.flag_name), "flag"
         values[setting.name], sources[setting.name] = value, source
-    return Config(values, sources, path, sections)
+    return Config(values, sources, path, sections, file_values)
 
 

@@ -39,6 +39,10 @@ class Event(enum.StrEnum):
                        "SIGHUP applied a new config; a new generation of children follows")
     CONFIG_RELOAD_FAILED = ("config_reload_failed", ERROR,
                             "SIGHUP's config was refused; the old one stays in force")
+    CONFIG_OVERRIDDEN = ("config_overridden", WARNING,
+                         "at start and at each reload, a setting of the config file that the "
+                         "environment or a flag overrides: the setting, the file's value, the "
+                         "value in force and its source")
     LIMITS_PUBLISHED = ("limits_published", INFO,
                         "the limits in force here (at start, after a reload) were recorded in "
                         "the database: the limited job types")

@@ -5,7 +5,6 @@ Every process we start (a supervisor's children, a command job's program,
 the bench's supervisor and baseline) asks for a parent-death signal, so that
 even a SIGKILL of its parent leaves no orphan behind.
 """
-import ctypes
 import os
 import signal
 from typing import Callable, Optional
@@ -28,6 +27,7 @@ BLOCKED_ACROSS_FORK = frozenset(STOP_SIGNALS + (signal.SIGHUP, signal.SIGCHLD))
 
 def _prctl() -> Optional[Callable[..., int]]:
     """libc's prctl, or None where there is none (not Linux): then nothing is asked."""
+    import ctypes   # here: the command line loads this module before anything it can defer
     try:
         return getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)
     except OSError:
@@ -64,5 +64,5 @@ def preexec_die_with_parent(signum: int = signal.SIGKILL,
 def block_stop_signals() -> None:
     """For a launcher's preexec_fn: the supervisor it starts begins with its stop signals
     blocked, so one sent before the interpreter runs our first line waits instead of
-    killing it; the supervisor unblocks them once it catches them (supervisor/startup.py)."""
+    killing it; the supervisor unblocks them once it holds them (supervisor/startup.py)."""
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)

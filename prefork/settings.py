@@ -22,6 +22,27 @@ MAX_CLAIM_BATCH = 64
 MAX_QUEUES = 1000
 MASK = "********"
 
+# Which commands read each setting. A command's --help lists the settings it reads, and
+# it takes those as flags (a flag of one it does not read is refused, naming the commands
+# that do); `config` reads every setting, to show it. Each section names its readers; a
+# setting whose readers differ names its own (Setting.read_by).
+EVERY_COMMAND = "*"
+STORE_COMMANDS = ("run", "work", "bench", "enqueue", "failed", "retry", "show", "cancel",
+                  "status", "restart", "pause", "resume", "prune", "discard", "migrate",
+                  "doctor", "dashboard")   # each opens the queue database
+READERS_BY_SECTION = {
+    "database": STORE_COMMANDS,
+    "jobs": ("run", "work", "bench"),
+    "worker": ("run", "work", "bench"),
+    # bench passes the supervisor's settings on to the supervisors it starts
+    "supervisor": ("run", "bench"),
+    "dashboard": ("dashboard",),
+    # the commands that take their database from Django's settings (--django)
+    "integrations": ("run", "work", "enqueue", "failed", "retry", "show", "cancel", "status",
+                     "restart", "pause", "resume", "prune", "discard", "migrate"),
+    "logging": (EVERY_COMMAND,),
+}
+
 
 def _positive_int(text: str) -> int:
     value = int(text)
@@ -109,6 +130,7 @@ class Setting:
     secret: bool = False      # masked in output; never accepted as a flag
     flag: bool = True         # also a command-line flag
     metavar: Optional[str] = None
+    read_by: Optional[tuple[str, ...]] = None   # the commands that read it; None: its section's
 
     @property
     def env_name(self) -> str:
@@ -118,12 +140,20 @@ class Setting:
     def flag_name(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def readers(self) -> tuple[str, ...]:
+        """The commands that read it (EVERY_COMMAND for all), `config` aside."""
+        return self.read_by if self.read_by is not None else READERS_BY_SECTION[self.section]
+
+    def read_by_command(self, command: str) -> bool:
+        return command == "config" or command in self.readers or EVERY_COMMAND in self.readers
+
 
 SETTINGS: list[Setting] = [
     # database
     Setting("dsn", str, "sqlite:///prefork-queue.db", "Database URL: sqlite:///relative.db, "
             "sqlite:////absolute.db (one host), or mysql://user@host:3306/db (no password in it).",
-            "database", metavar="URL"),
+            "database", metavar="URL", read_by=(*STORE_COMMANDS, "grants")),
     Setting("db_password", str, None, "Database password; environment only "
             "(PREFORK_QUEUE_DB_PASSWORD), never a flag.", "database", secret=True, flag=False),
     Setting("db_password_file", str, None, "File whose first line is the database password "
@@ -147,13 +177,14 @@ SETTINGS: list[Setting] = [
             "database", metavar="S"),
     # jobs
     Setting("max_attempts", _positive_int, 5, "Default attempts before a failing job goes to dead.",
-            "jobs", metavar="N"),
+            "jobs", metavar="N", read_by=("run", "work", "bench", "enqueue")),
     Setting("retry_base", _positive_float, 1.0, "Backoff base in seconds: retry n waits "
             "about base * 2^(n-1), with jitter.", "jobs", metavar="S"),
     Setting("retry_cap", _positive_float, 3600.0, "Longest backoff between retries, in seconds.",
             "jobs", metavar="S"),
     Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
-            "jobs", metavar="BYTES"),
+            "jobs", metavar="BYTES",
+            read_by=("run", "work", "bench", "enqueue")),
     Setting("error_detail", _choice("message", "class"), "message", "What a failed attempt's "
             "error keeps in the job row: the exception's class and message (cut to a bounded "
             "length, with credentials masked), or its class only, for handlers whose messages "
@@ -161,12 +192,15 @@ SETTINGS: list[Setting] = [
             "class: its frames and the class, no message).",
             "jobs"),
     Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
-            "worker may take the job back (extended while the job runs).", "jobs", metavar="S"),
+            "worker may take the job back (extended while the job runs).", "jobs", metavar="S",
+            read_by=STORE_COMMANDS),
     # worker
     Setting("app", _word_list, [], "Comma-separated module(s) to import; they register handlers "
-            "with @prefork.handler.", "worker", metavar="MODULES"),
+            "with @prefork.handler.", "worker", metavar="MODULES",
+            read_by=("run", "work", "enqueue")),
     Setting("queues", _queue_list, ["default"], "Comma-separated queues to work, in priority order.",
-            "worker", metavar="Q1,Q2"),
+            "worker", metavar="Q1,Q2",
+            read_by=("run", "work")),
     Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
             "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
             "claimed one at a time); their completions are written together too. 1 turns "
@@ -176,10 +210,11 @@ SETTINGS: list[Setting] = [
             "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),
     # supervisor
     Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
-            metavar="N"),
+            metavar="N", read_by=("run",)),
     Setting("reload", boolean, False, "Development only: restart the supervisor when a file "
             "of the application's modules or the config file changes, as gunicorn --reload does "
-            "(a bare --reload is --reload true).", "supervisor", metavar="[true|false]"),
+            "(a bare --reload is --reload true).", "supervisor", metavar="[true|false]",
+            read_by=("run",)),
     Setting("graceful_timeout", _positive_float, 30.0, "Seconds a draining child may take to "
             "finish its job before it is killed and the job handed back.", "supervisor",
             metavar="S"),
@@ -188,7 +223,8 @@ SETTINGS: list[Setting] = [
             "(and replaced) and the job ends cancelled.", "supervisor", metavar="S"),
     Setting("soft_timeout", _non_negative_float, 0.0, "Seconds after which a job's handler gets "
             "a JobTimeout exception (0: none). Per type: @prefork.handler(..., soft_timeout=).",
-            "supervisor", metavar="S"),
+            "supervisor", metavar="S",
+            read_by=("run", "bench", "work")),
     Setting("hard_timeout", _non_negative_float, 0.0, "Seconds after which the supervisor kills "
             "the child running a job (0: none). Per type: @prefork.handler(..., hard_timeout=).",
             "supervisor", metavar="S"),
@@ -208,10 +244,12 @@ SETTINGS: list[Setting] = [
             metavar="S"),
     Setting("heartbeat_interval", _positive_float, 5.0, "Seconds between the supervisor's "
             "heartbeats in the process registry (see `prefork-queue status`).", "supervisor",
-            metavar="S"),
+            metavar="S",
+            read_by=("run", "bench", "status", "dashboard")),
     Setting("supervisor_timeout", _positive_float, 30.0, "A supervisor silent this long is "
             "pruned by any other, and the jobs its workers held are handed back at once.",
-            "supervisor", metavar="S"),
+            "supervisor", metavar="S",
+            read_by=("run", "bench", "doctor")),
     Setting("wakeup_bind", str, "", "Listen for cross-host wake-ups on this UDP HOST:PORT "
             "of a private interface (e.g. 10.0.0.5:8188; port 0 picks one) and publish it in "
             "the registry: producers anywhere ring it after an enqueue, and the supervisor looks "
@@ -277,13 +315,24 @@ def shown(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def readers_text(setting: Setting) -> str:
+    """The commands that read a setting, in words for its docs."""
+    if EVERY_COMMAND in setting.readers:
+        return "every command"
+    if set(STORE_COMMANDS) <= set(setting.readers):
+        return ", ".join(["every command that opens the database",
+                          *(name for name in setting.readers if name not in STORE_COMMANDS)])
+    return ", ".join(setting.readers)
+
+
 def settings_table() -> str:
-    """Every setting as a Markdown table, for the README."""
-    rows = ["| flag | env / file key | default | meaning |", "|---|---|---|---|"]
+    """Every setting as a Markdown table, for the settings reference."""
+    rows = ["| flag | env / file key | default | read by | meaning |", "|---|---|---|---|---|"]
     for setting in SETTINGS:
         flag = f"`{setting.flag_name}`" if setting.flag else "(none)"
         rows.append(f"| {flag} | `{setting.env_name}` / `{setting.name}` | "
-                    f"{shown(setting.default) or '-'} | {setting.help} |")
+                    f"{shown(setting.default) or '-'} | {readers_text(setting)} | "
+                    f"{setting.help} |")
     return "\n".join(rows) + "\n"
 
 

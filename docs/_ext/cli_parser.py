@@ -1,29 +1,30 @@
-"""The command line's real parser (prefork.cli.main.build_parser, every command
-registered), for sphinx-argparse. The settings flags are shown once, under the top
-level: each command's copy of that group is taken off here, since every command takes
-them alike."""
+"""The command line's real parser (prefork.cli.parser.build_parser, every command
+registered), for sphinx-argparse. Each command's settings are named in one line of its
+description rather than listed in full: `config` reads every setting and lists them all
+once, with their help, and the settings page has the rest."""
 import argparse
 
-from prefork.cli.main import build_parser
+from prefork.cli.dispatch import every_command
+from prefork.cli.parser import SETTINGS_GROUP, build_parser, commands_of
 
-SETTINGS_GROUP = "settings ("    # how prefork.cli.parser.settings_parser titles its group
+LISTS_THEM_ALL = "config"
 
 
 def parser_for_docs() -> argparse.ArgumentParser:
+    every_command()
     parser = build_parser()
-    for command in commands(parser).values():
-        shared = [group for group in command._action_groups
-                  if (group.title or "").startswith(SETTINGS_GROUP)]
-        for group in shared:
-            command._actions[:] = [a for a in command._actions if a not in group._group_actions]
-            command._action_groups.remove(group)
+    for name, command in commands_of(parser).items():
+        if name != LISTS_THEM_ALL:
+            _name_the_settings(command)
     return parser
 
 
-def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """{name: parser} of each command."""
-    found: dict[str, argparse.ArgumentParser] = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found.update(action.choices)
-    return found
+def _name_the_settings(command: argparse.ArgumentParser) -> None:
+    """The command's settings group taken off, its flags named after its description."""
+    [group] = [group for group in command._action_groups if group.title == SETTINGS_GROUP]
+    flags = [option for action in group._group_actions for option in action.option_strings]
+    command._actions[:] = [action for action in command._actions
+                           if action not in group._group_actions]
+    command._action_groups.remove(group)
+    command.description = (f"{command.description} Settings it reads: {', '.join(flags)} "
+                           f"(all of them under {LISTS_THEM_ALL}).")

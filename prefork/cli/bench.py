@@ -124,8 +124,7 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
 @command("bench", "Measure throughput, pickup latency, database load and memory of the "
          "supervisor against a textbook baseline, on a scratch queue of the configured "
          "database. An admin tool: it DELETEs its scratch rows afterwards (even after "
-         "Ctrl-C), so the account needs DELETE on prefork_jobs.", arguments=_bench_arguments,
-         own_flags=("--workers",))   # here --workers is a list of counts
+         "Ctrl-C), so the account needs DELETE on prefork_jobs.", arguments=_bench_arguments)
 def bench_command(args: argparse.Namespace, config: Config) -> int:
     if args.dashboard:
         from ..bench import dashboard_data

@@ -39,7 +39,7 @@ def import_handlers(config: Config) -> None:
     # Imported here, not at the top: the metrics server and croniter come with
     # it, and `run` takes its signals only once this module is loaded.
     from ..contrib.django import runner
-    from ..observers import schedules
+    from .. import schedules
     apps = config.app
     django = runner.settings_module(config)
     if django:

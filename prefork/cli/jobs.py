@@ -148,7 +148,7 @@ def _retry_arguments(parser: argparse.ArgumentParser) -> None:
 @command("retry", "Put dead (or cancelled) jobs back to ready with attempts reset (their "
          "error history stays, for `show`). By ID: dead and cancelled jobs; --all: every "
          "dead job, and every cancelled one with --cancelled.",
-         arguments=_retry_arguments, own_flags=("--max-attempts",))
+         arguments=_retry_arguments)
 def retry_command(args: argparse.Namespace, config: Config) -> None:
     if bool(args.ids) == bool(args.all):
         raise UserError("give job ids or --all")

@@ -1,7 +1,6 @@
 """Setting up: migrate the schema, print a worker account's grants, show the config."""
 import argparse
 
-from .. import __version__
 from ..config import Config
 from ..settings import example_file, settings_table
 from ..errors import UserError
@@ -12,6 +11,7 @@ from .parser import command
 
 @command("migrate", "Create or upgrade the queue schema (safe to run twice).")
 def migrate_command(args: argparse.Namespace, config: Config) -> None:
+    from .. import __version__   # here: the package metadata it comes from loads slowly
     store = open_store(with_django(config), create=True)
     applied = store.migrate()
     newer = store.check_schema()
@@ -73,16 +73,20 @@ def _config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _example() -> str:
     """The settings, then the named sections, each example made beside its parser."""
-    from ..observers import schedules
+    from .. import schedules
     from ..worker import commands
     return example_file() + commands.example() + schedules.example()
 
 
-@command("config", "Print the effective configuration (secrets masked) and where each value "
-         "came from.", arguments=_config_arguments)
+@command("config", "Print the effective configuration (secrets masked), where each value "
+         "came from, and the settings of the config file a flag or the environment overrides. "
+         "Its --help lists every setting.", arguments=_config_arguments)
 def config_command(args: argparse.Namespace, config: Config) -> None:
     if args.example or args.markdown:
         print(_example() if args.example else settings_table(), end="")
         return
+    overridden = {row.setting: row.file_value for row in config.overridden()}
     for name, shown, source in config.describe():
-        print(f"{name} = {shown}    # {source}")
+        note = f", overriding the config file's {name} = {overridden[name]}" \
+            if name in overridden else ""
+        print(f"{name} = {shown}    # {source}{note}")

@@ -12,7 +12,7 @@ from werkzeug.exceptions import BadRequest, NotFound
 
 from ..cli import status_report
 from ..jobs import JobStatus, utc_now
-from ..observers import schedules
+from .. import schedules
 from ..store.contract import JobRow, Store
 from ..store.views import JobFilter, JobPage
 from ..worker import commands

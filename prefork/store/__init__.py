@@ -8,12 +8,16 @@ Only `run` and `migrate` create a queue database: a SQLite file opened without
 create=True must exist already, so a command whose DSN was forgotten (and fell
 back to the default file) refuses instead of filling a file no worker reads.
 """
+from typing import TYPE_CHECKING
+
 from ..config import Config
 from ..errors import UserError
-from .contract import Store
+
+if TYPE_CHECKING:   # loaded with a backend's store: a command line that opens none skips it
+    from .contract import Store
 
 
-def open_store(config: Config, create: bool = False, inspecting: bool = False) -> Store:
+def open_store(config: Config, create: bool = False, inspecting: bool = False) -> "Store":
     """Connect to the configured database and return its Store. create=True lets a
     SQLite store create a missing file (empty: migrate() applies the schema); a
     MySQL database is always the administrator's to create. inspecting=True (the

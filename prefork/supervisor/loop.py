@@ -22,11 +22,10 @@ import signal
 import time
 from typing import Any, Callable, Optional
 
-from .. import config as config_module, logs, observers, registry
+from .. import config as config_module, logs, observers, registry, schedules
 from ..errors import UserError
 from ..jobs import Job, Outcome
 from ..logs import event
-from ..observers import schedules
 from ..titles import master_title, set_title
 from ..process_signals import SUPERVISOR_SIGNALS
 from ..wakeups.listening import Listeners
@@ -62,6 +61,13 @@ def _why_refused(exc: Exception) -> str:
     return logs.error_class(exc)
 
 
+def _warn_overridden(config: Any) -> None:
+    """Flags and the environment win over the config file: say so for each setting of
+    the file they override, at start and at each reload, lest an edit seem ignored."""
+    for overridden in config.overridden():
+        event("config_overridden", file=config.path, **overridden._asdict())
+
+
 class Phase(enum.Enum):
     """The supervisor's life: running, then a graceful drain or a quick stop."""
     RUNNING = "running"
@@ -95,6 +101,7 @@ class Supervisor:
 
     def run(self) -> int:
         """Run until drained; returns the process exit status."""
+        _warn_overridden(self.config)
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         wakeup_address = self.listeners.open_port(self.config.wakeup_bind)   # or a bad bind
         # Errors here stop the start, before any fork.
@@ -343,6 +350,7 @@ class Supervisor:
         self.pool.generation += 1
         event("config_reloaded", workers=self.target, queues=",".join(new_config.queues),
               generation=self.pool.generation)
+        _warn_overridden(new_config)
         self._notify("reloaded", config=new_config)
 
     def _notify(self, name: str, **fields: Any) -> None:

@@ -1,18 +1,27 @@
 """What the observers see of the supervisor: observers.SupervisorView, and no more."""
-from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union
+from typing import Any, Literal, Optional, Protocol, Sequence, Union
 
 from ..jobs import NewJob
 from ..limits.rules import LimitUsage
 from ..store.contract import QueueFigures
+from .pool import Pool
+from .upkeep import Upkeep
 
-if TYPE_CHECKING:
-    from .loop import Supervisor
+
+class Observed(Protocol):
+    """What the view reads of the supervisor (loop.Supervisor), whose values change as it
+    runs (a reload, a signal, a new title): read at each call, never copied."""
+    config: Any
+    title: Optional[str]
+    target: int
+    pool: Pool
+    upkeep: Upkeep
 
 
 class ObservedSupervisor:
     """The supervisor as its observers see it (implements observers.SupervisorView)."""
 
-    def __init__(self, supervisor: "Supervisor") -> None:
+    def __init__(self, supervisor: Observed) -> None:
         self._supervisor = supervisor
 
     @property
@@ -33,7 +42,7 @@ class ObservedSupervisor:
 
     def running_jobs(self) -> list[tuple[str, str]]:
         return [(child.job.queue, child.job.type)
-                for child in self._supervisor.children.values() if child.job]
+                for child in self._supervisor.pool.children.values() if child.job]
 
     def queue_stats(self, queues: Sequence[str]) -> Optional[dict[str, QueueFigures]]:
         return self._supervisor.upkeep.queue_stats(queues)

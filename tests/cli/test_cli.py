@@ -14,7 +14,7 @@ import pytest
 from cli_checks import DATABASE_ERROR, USAGE_ERROR, assert_refused, closed_port, run_cli_in
 from conftest import SERVER, admin_connection, cli_env, job_row, run_cli, scalar, scratch_database
 
-from prefork.cli.main import parse
+from prefork.cli.dispatch import parse
 from prefork.cli.parser import with_default_command
 from prefork.cli.status_report import utc_text
 from prefork.jobs import new_job
@@ -140,7 +140,8 @@ def test_settings_flags_work_before_the_command(migrated, clean_db, tmp_path):
     (["statsu"], ["invalid choice: 'statsu'"]),
     (["status", "--bogus"], ["unrecognized arguments", "--bogus"]),
     (["--bogus=1", "status"], ["unrecognized arguments", "--bogus"]),
-    (["--max-attempts", "0", "status"], ["max_attempts", "at least 1"]),
+    (["--lease-seconds", "0", "status"], ["lease_seconds", "greater than 0"]),
+    (["--max-attempts", "3", "status"], ["status does not read --max-attempts", "enqueue"]),
     (["--workers", "4", "bench"], ["--workers", "after the command"]),   # bench's is a list
     (["--log-level", "debug"], ["no job handlers"]),   # run, with a DSN and no --app
 ])
@@ -154,7 +155,7 @@ def test_help_and_version_exit_0_before_or_after_settings():
     version = run_cli("--dsn", "sqlite:///q.db", "--version")
     assert (version.returncode, version.stdout.split()[0]) == (0, "prefork-queue")
     top = run_cli("--workers", "8", "--help")
-    assert top.returncode == 0 and "COMMAND" in top.stdout and "--dsn URL" in top.stdout
+    assert top.returncode == 0 and "COMMAND" in top.stdout and "config --help" in top.stdout
     status = run_cli("--dsn", "sqlite:///q.db", "status", "--help")
     assert status.returncode == 0 and status.stdout.startswith("usage: prefork-queue status")
 

@@ -1,5 +1,7 @@
 """Settings: default < config file < environment < flag, each declared once;
-secrets never from a flag or the file; every bad value is a one-line error.
+secrets never from a flag or the file; every bad value is a one-line error; a setting
+of the file that a flag or the environment overrides is said; each command takes the
+flags of the settings it reads, and refuses the others.
 
 In process through prefork.config.load, and end to end through
 `prefork-queue config` (which needs no database).
@@ -9,7 +11,8 @@ from cli_checks import assert_refused, closed_port
 from conftest import run_cli
 
 from prefork import config, settings
-from prefork.cli import main as cli
+from prefork.cli.dispatch import every_command
+from prefork.cli.parser import COMMAND_MODULES, SETTINGS_GROUP, build_parser, commands_of
 from prefork.errors import UserError
 
 PASSWORD = "pw-Do-Not-Echo-42"
@@ -21,14 +24,23 @@ def write_conf(tmp_path, text, name="prefork.ini"):
     return str(path)
 
 
+OVERRIDING = ", overriding the config file's "
+
+
 def shown_settings(stdout):
     """`prefork-queue config` output -> {name: (value, source)}."""
     shown = {}
     for line in stdout.splitlines():
         name, rest = line.split(" = ", 1)
-        value, source = rest.rsplit("#", 1)
-        shown[name] = (value.strip(), source.strip())
+        value, source = rest.split("    # ", 1)
+        shown[name] = (value.strip(), source.partition(OVERRIDING)[0])
     return shown
+
+
+def overridden_settings(stdout):
+    """`prefork-queue config` output -> {name: the config file's value it overrides}."""
+    notes = [line.partition(OVERRIDING)[2] for line in stdout.splitlines()]
+    return dict(note.split(" = ", 1) for note in notes if note)
 
 
 # --- precedence ---------------------------------------------------------------------
@@ -75,6 +87,8 @@ def test_precedence_end_to_end_through_the_config_command(tmp_path):
     assert shown["max_attempts"] == ("8", "env")
     assert shown["retry_base"] == ("5.0", "flag")
     assert set(shown) == {setting.name for setting in settings.SETTINGS}
+    # Of the file's settings, the two the environment or a flag changes say so.
+    assert overridden_settings(result.stdout) == {"max_attempts": "7", "retry_base": "3.0"}
 
 
 def test_settings_flags_work_before_the_command_and_after_it_wins(tmp_path):
@@ -89,6 +103,25 @@ def test_settings_flags_work_before_the_command_and_after_it_wins(tmp_path):
     assert shown["retry_base"] == ("5.0", "flag")          # given on both sides: after wins
     both = shown_settings(run_cli("--config", path, "config", "--config", other).stdout)
     assert both["max_attempts"] == ("3", "file") and both["poll_interval"][1] == "default"
+
+
+def test_the_settings_of_the_file_a_flag_or_the_environment_overrides(tmp_path):
+    path = write_conf(tmp_path, CONF + "workers = 4\ndsn = mysql://file@db:3306/jobs\n")
+    loaded = config.load({"retry_base": "5", "workers": "4", "dsn": "mysql://root:pw@db/jobs",
+                          "lease_seconds": "30"}, path=path,
+                         environ={"PREFORK_QUEUE_MAX_ATTEMPTS": "8",
+                                  "PREFORK_QUEUE_POLL_INTERVAL": "2.5"})
+    assert loaded.overridden() == [
+        # the password in a DSN is masked, as `config` shows it
+        config.Overridden("dsn", "mysql://file@db:3306/jobs", "mysql://root:********@db/jobs",
+                          "flag"),
+        config.Overridden("max_attempts", "7", "8", "env"),
+        config.Overridden("retry_base", "3.0", "5.0", "flag")]
+    # workers and poll_interval: the same value as the file's; lease_seconds: not in it
+    assert config.load({"workers": "3"}, environ={}).overridden() == []
+    # A value replaced after loading (as --django replaces the database) is no override.
+    assert [row.setting for row in loaded.replace(max_attempts=9).overridden()] == \
+        ["dsn", "retry_base"]
 
 
 # --- the config file --------------------------------------------------------------------
@@ -160,9 +193,10 @@ def test_there_is_no_db_password_flag(args):
 def test_no_secret_setting_is_a_flag_and_abbreviations_are_refused():
     secrets = [setting for setting in settings.SETTINGS if setting.secret]
     assert secrets and not any(setting.flag for setting in secrets)
-    parser = cli.build_parser()
-    commands = parser._subparsers._group_actions[0].choices
-    assert set(commands) == set(cli.COMMANDS) and "run" in commands
+    registered = every_command()
+    parser = build_parser()
+    commands = commands_of(parser)
+    assert set(commands) == set(registered) and "run" in commands
     for sub in [parser, *commands.values()]:
         options = {option for action in sub._actions for option in action.option_strings}
         assert "--db-password" not in options and "--db-password-file" in options, sub.prog
@@ -244,3 +278,62 @@ def test_a_true_false_flag_given_alone_means_true(args):
 
 def test_a_true_false_flag_keeps_a_word_that_is_not_a_command_as_its_value():
     assert_refused(run_cli("config", "--reload", "yes"), "reload", "true or false")
+
+
+# --- which commands read which settings --------------------------------------------------
+
+def settings_flags_of(command):
+    """The flags listed under the command's settings group."""
+    [group] = [group for group in command._action_groups if group.title == SETTINGS_GROUP]
+    return {option for action in group._group_actions for option in action.option_strings}
+
+
+def test_each_command_lists_and_takes_the_settings_it_reads():
+    registered = every_command()
+    assert list(registered) and set(registered) == set(COMMAND_MODULES)
+    commands = commands_of(build_parser())
+    for name, command in commands.items():
+        reads = {setting.flag_name for setting in settings.SETTINGS
+                 if setting.flag and setting.read_by_command(name)}
+        assert settings_flags_of(command) == {"--config"} | reads, name
+        assert {"--log-level", "--log-format", "--log-file"} <= reads, name   # every command
+    every_flag = {setting.flag_name for setting in settings.SETTINGS if setting.flag}
+    assert settings_flags_of(commands["config"]) == {"--config"} | every_flag
+    dashboard_flags = {flag for flag in every_flag if flag.startswith("--dashboard-")}
+    assert settings_flags_of(commands["run"]) == {"--config"} | every_flag - dashboard_flags
+
+
+def test_every_command_named_as_a_reader_is_one():
+    for setting in settings.SETTINGS:
+        assert set(setting.readers) - {settings.EVERY_COMMAND} <= set(COMMAND_MODULES), \
+            setting.name
+
+
+def test_a_commands_help_shows_its_settings_and_config_help_shows_all():
+    enqueue = run_cli("enqueue", "--help")
+    assert enqueue.returncode == 0, enqueue.stderr
+    for flag in ("--queue", "--key", "--dsn", "--max-attempts", "--app", "--log-level"):
+        assert f"  {flag} " in enqueue.stdout, flag
+    for flag in ("--workers", "--dashboard-bind", "--reload", "--heartbeat-interval"):
+        assert flag not in enqueue.stdout, flag
+    every = run_cli("config", "--help")
+    assert every.returncode == 0, every.stderr
+    for setting in settings.SETTINGS:
+        assert (f"  {setting.flag_name} " in every.stdout) == setting.flag, setting.name
+
+
+@pytest.mark.parametrize("args,words", [
+    (["enqueue", "noop", "--workers", "3"], ["enqueue does not read --workers",
+                                             "a setting of run"]),
+    (["--workers", "3", "enqueue", "noop"], ["enqueue does not read --workers",
+                                             "a setting of run"]),
+    (["status", "--dashboard-bind=0.0.0.0:80"], ["status does not read --dashboard-bind",
+                                                 "a setting of dashboard"]),
+    (["grants", "--lease-seconds", "5"], ["grants does not read --lease-seconds",
+                                          "every command that opens the database"]),
+    (["--max-attempts", "3", "retry", "7"], ["--max-attempts means something else to retry",
+                                             "after the command"]),
+])
+def test_a_flag_of_a_setting_the_command_does_not_read_is_refused(args, words):
+    with closed_port() as port:   # refused before any connect: there is no server here
+        assert_refused(run_cli(*args, dsn=f"mysql://root@127.0.0.1:{port}/jobs"), *words)

@@ -8,7 +8,7 @@ import pytest
 from cli_checks import assert_refused
 from conftest import SERVER, admin_connection, job_row, run_cli
 
-from prefork.observers import schedules
+from prefork import schedules
 from prefork.worker import commands
 
 

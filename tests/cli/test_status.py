@@ -27,7 +27,7 @@ def queue_dsn(request):
 
 
 def status(dsn, *args):
-    result = run_cli("status", *REGISTRY, *args, dsn=dsn)
+    result = run_cli("status", "--heartbeat-interval", "1", *args, dsn=dsn)   # status reads no other
     assert result.returncode == 0, result.stderr
     return result.stdout
 

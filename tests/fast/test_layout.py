@@ -1,5 +1,6 @@
 """The layout's rules, checked on the source: no import cycle between the package's
-modules, no module over 400 lines, no class over 300 lines."""
+modules (every import counts: at module level, inside a function, for type checkers
+only), no module over 400 lines, no class over 300 lines."""
 import ast
 from pathlib import Path
 
@@ -20,11 +21,12 @@ def modules():
 
 
 def imported_modules(name, path, known):
-    """The package's modules that `name` imports at module level (imports inside
-    functions are deferred on purpose and cannot make a cycle at import time)."""
+    """The package's modules that `name` imports anywhere in its source. An import
+    inside a function, or for type checkers only, is a dependency all the same: a
+    cycle of them is two modules that cannot be understood, or changed, apart."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -83,11 +85,22 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def test_imports_inside_functions_and_for_type_checkers_count(tmp_path):
+    (tmp_path / "a.py").write_text("def later():\n    from .b import thing\n")
+    (tmp_path / "b.py").write_text("from typing import TYPE_CHECKING\n\n"
+                                   "if TYPE_CHECKING:\n    from . import a\n")
+    known = {"pkg.a": tmp_path / "a.py", "pkg.b": tmp_path / "b.py"}
+    graph = {name: imported_modules(name, path, known) for name, path in known.items()}
+    assert graph == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.a"]
+
+
 def test_no_import_cycle_between_the_packages_modules():
     graph = import_graph()
     assert "prefork.supervisor.loop" in graph and graph["prefork.supervisor.loop"], \
         "the import graph was not read"
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
 
 
 def test_no_module_over_400_lines():

@@ -10,7 +10,8 @@ from harness import assert_never_logged, supervisor_starter
 
 from prefork import config as config_module
 from prefork.errors import UserError
-from prefork.observers.schedules import RETRY_INTERVAL, Scheduler, build, due_ticks, iso
+from prefork.observers.schedules import RETRY_INTERVAL, Scheduler, due_ticks
+from prefork.schedules import build, iso
 
 UTC = timezone.utc
 SETTINGS = "[prefork-queue]\napp = schedule_app\nworkers = 1\n"

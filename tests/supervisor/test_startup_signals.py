@@ -3,19 +3,26 @@ moment of its start-up ends it cleanly (exit 0, no traceback, no process of its
 group left, its registry row not left running), and the other signals it handles
 wait, then are applied once it runs. Real processes and real signals, on both
 backends; the start-up is held at a chosen point by a slow application import
-(tests/apps/slow_start_app.py) or a database that does not answer.
+(tests/apps/slow_start_app.py) or a database that does not answer, or a SIGTERM is
+sent at moments spread over its first 300 ms. Its handlers are set before it loads
+anything but the signals' own module (an audit hook watches its imports).
 """
+import json
 import os
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
 import psutil
 import pytest
-from conftest import BACKENDS, SERVER, wait_until
+from cli_checks import closed_port
+from conftest import BACKENDS, SERVER, cli_env, wait_until
 from harness import supervisor_starter
 
 from prefork.process_signals import STOP_SIGNALS
@@ -244,3 +251,59 @@ def test_a_stop_the_application_swallows_still_ends_the_start_up_before_it_regis
     assert held_import.swallowed.read_text() == "StartupStopped"
     assert queue.states(sup.pid) == []
     assert sup.events("supervisor_stopped")[0]["during"] == "start-up"
+
+
+# --- a SIGTERM at any moment of the first 300 ms -------------------------------------------
+
+STARTS = 7   # SIGTERMs 0, 50, ..., 300 ms after exec
+SPREAD = 0.3
+
+
+def test_a_sigterm_in_the_first_300_ms_after_exec_stops_it_cleanly_each_time(queue, start):
+    """The launcher holds the stop signals blocked across exec (as systemd does not, but
+    tests/chaos.py and the bench do), so that one sent during the interpreter's own start
+    waits for the supervisor's handlers, which come before any of its imports."""
+    for number in range(STARTS):
+        with signals_blocked(STOP_SIGNALS):
+            sup = start(env={"PREFORK_QUEUE_DSN": queue.dsn})
+        time.sleep(SPREAD * number / (STARTS - 1))   # the moment of the signal, not a wait
+        sup.signal(signal.SIGTERM)
+        assert_stopped_cleanly(sup, queue)
+
+
+# --- the handlers come first ---------------------------------------------------------------
+
+# What `prefork-queue run` loads before its handlers are set: the console script's
+# module and what it imports, and no more.
+BEFORE_THE_HANDLERS = {"prefork", "prefork.cli", "prefork.cli.main", "prefork.supervisor",
+                       "prefork.supervisor.startup", "prefork.process_signals"}
+WATCHED_IMPORTS = """import atexit, json, signal, sys
+imported = []
+
+def watch(event, args):
+    if event == "import" and args[0].split(".")[0] in ("prefork", "pymysql"):
+        imported.append([args[0], signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL])
+
+sys.addaudithook(watch)
+atexit.register(lambda: print(json.dumps(imported), file=sys.stderr))
+sys.argv = ["prefork-queue", "run", "--app", "ledger_app", "--connect-timeout", "5"]
+from prefork.cli.main import main
+sys.exit(main())
+"""
+
+
+def test_the_stop_handlers_are_set_before_the_store_and_the_drivers_are_loaded():
+    """The console script's own lines, in an interpreter whose every import of ours is
+    watched: each module loaded after the first few finds SIGTERM handled. (The run
+    ends when its connect to a closed port fails: everything is loaded by then.)"""
+    with closed_port() as port:
+        address = f"127.0.0.1:{port}"
+        result = subprocess.run([sys.executable, "-c", WATCHED_IMPORTS], capture_output=True,
+                                text=True, timeout=60,
+                                env=cli_env(f"mysql://{SERVER['user']}@{address}/jobs"))
+    assert "cannot connect" in result.stderr and address in result.stderr, result.stderr
+    imported = json.loads(result.stderr.splitlines()[-1])
+    unhandled = {module for module, handled in imported if not handled}
+    assert unhandled <= BEFORE_THE_HANDLERS, sorted(unhandled - BEFORE_THE_HANDLERS)
+    handled = {module for module, handled in imported if handled}
+    assert {"pymysql", "prefork.store.contract", "prefork.supervisor.loop"} <= handled

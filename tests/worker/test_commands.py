@@ -16,7 +16,7 @@ from harness import SupervisorProcess, wait_gone
 from prefork import config as config_module, registry
 from prefork.errors import UserError
 from prefork.jobs import new_job
-from prefork.observers import schedules
+from prefork import schedules
 from prefork.worker import command_process, commands
 
 PROBE = APPS / "command_probe.py"
