@@ -26,7 +26,7 @@ from throwaway_db import throwaway_mariadb  # noqa: F401  (a pytest fixture)
 
 from prefork import config as config_module
 from prefork.errors import UserError
-from prefork.jobs import JobStatus, new_job
+from prefork.jobs import JobStatus, new_job, utc_now
 from prefork.store import job_search
 from prefork.store.mysql.dashboard import FIND_STATEMENTS as MYSQL_FIND
 from prefork.store.mysql.dashboard_queries import DEAD_COUNTS, ROLLUP_LAST_HOUR, THROUGHPUT
@@ -423,6 +423,51 @@ def test_the_rollup_counts_what_a_supervisor_ran(dash, tmp_path):
     assert {tuple(row) for row in dash.query("SELECT DISTINCT process_id, host"
                                              " FROM prefork_minutes")} == {
         (process_id, socket.gethostname())}
+
+
+BURST = 30   # jobs done and jobs dead in each burst
+
+
+def test_the_overview_and_charts_show_jobs_while_their_minute_is_under_way(dash, tmp_path):
+    """Issue 28: 30 done and 30 dead jobs are in the overview's last hour and in the
+    charts while the minute they ended in is under way: the supervisor writes the
+    minute so far every heartbeat, not once it is over. Shown while their minute is
+    under way proves it, however long the jobs took; a burst that ends too near the
+    end of its minute to tell is followed by another."""
+    sup = run_supervisor(tmp_path, dash)
+    try:
+        for burst in range(1, 4):
+            wait_until(lambda: utc_now().second < 40, timeout=25, interval=0.2,
+                       message="the first 40 s of a minute")
+            enqueue_all(dash.store, [("dash.ok", {}, "default"), ("dash.poison", {}, "default")]
+                        * BURST)
+            seen_in = wait_until(lambda: shown_in(dash.store, BURST * burst), timeout=120,
+                                 interval=0.2, message=f"burst {burst} on the overview")
+            ended_in = {minute for (minute,) in dash.query(
+                "SELECT DISTINCT minute FROM prefork_minutes")}
+            if seen_in in {_naive(minute) for minute in ended_in}:
+                break
+        else:
+            raise AssertionError("no burst was shown while the minute it ended in was under way")
+    finally:
+        sup.kill_all()
+
+
+def shown_in(store, jobs):
+    """The minute (this host's UTC clock, read after the store answered) in which the
+    default queue's last hour and the chart's points count `jobs` done and `jobs` dead;
+    None while they count fewer."""
+    (figures,) = [item for item in store.queue_overview() if item.queue == "default"] or [None]
+    points = store.throughput(utc_now() - timedelta(hours=1), "default")
+    minute = utc_now().replace(second=0, microsecond=0)
+    counted = (figures.done_last_hour, figures.failed_last_hour) if figures else (0, 0)
+    charted = (sum(point.done for point in points), sum(point.dead for point in points))
+    return minute if counted == (jobs, jobs) and charted == (jobs, jobs) else None
+
+
+def _naive(minute):
+    """A rollup minute as read back (SQLite: text) as a naive datetime."""
+    return datetime.fromisoformat(minute) if isinstance(minute, str) else minute
 
 
 def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):  # noqa: F811
