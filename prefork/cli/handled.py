@@ -39,13 +39,13 @@ def check_app_types(job_types: Iterable[str], config: Config) -> None:
                             f"{','.join(config.app)}; {FORCE_HINT}")
 
 
-def check_handled(jobs: Sequence[Enqueued], config: Config, store: Store) -> None:
+def check_handled(jobs: Sequence[Enqueued], config: Config, store: Store) -> list[str]:
     """Refuse the first job whose type no live supervisor of its queue handles (with
-    --app: no handler of the application); warn of the queues no live supervisor
-    works."""
+    --app: no handler of the application). The warnings to print once the jobs are
+    in: one per queue that no live supervisor works."""
     if config.app:
         check_app_types({job.job_type for job in jobs}, config)
-        return
+        return []
     live = [row for row in store.running_handlers()
             if not is_stale(row, config.heartbeat_interval)]
     unworked: dict[str, list[str]] = {}
@@ -55,10 +55,15 @@ def check_handled(jobs: Sequence[Enqueued], config: Config, store: Store) -> Non
             unworked.setdefault(job.queue, []).append(job.job_type)
         else:
             _refuse_unhandled(job, handlers)
-    for queue, types in unworked.items():
-        waits = "the job waits" if len(jobs) == 1 else "its jobs wait"
-        print(f"{PROG}: warning: no running supervisor works queue {queue!r}: {waits} until "
-              f"one that handles {_listed(types)} starts", file=sys.stderr)
+    waits = "its jobs wait" if any(job.where for job in jobs) else "the job waits"
+    return [f"{PROG}: warning: no running supervisor works queue {queue!r}: {waits} until "
+            f"one that handles {_listed(types)} starts" for queue, types in unworked.items()]
+
+
+def warn(warnings: Sequence[str]) -> None:
+    """Print check_handled()'s warnings (after the jobs are in)."""
+    for line in warnings:
+        print(line, file=sys.stderr)
 
 
 def _listed(job_types: Sequence[str]) -> str:

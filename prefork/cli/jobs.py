@@ -16,7 +16,7 @@ from ..store import driver_errors
 from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
-from .handled import Enqueued, check_handled
+from .handled import Enqueued, check_handled, warn
 from .jobs_file import enqueue_file
 from .parser import command, whole_number
 from .status_report import utc_text
@@ -73,9 +73,10 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
                   max_payload_bytes=config.max_payload_bytes,
                   concurrency_key=args.concurrency_key)
     store = checked_store(config)
-    if not args.force:
-        check_handled([Enqueued(job.queue, job.type)], config, store)
+    warnings = [] if args.force else check_handled([Enqueued(job.queue, job.type)], config,
+                                                   store)
     print(store.enqueue(job))
+    warn(warnings)
 
 
 # --- working ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ..failures import ErrorWriter, database_error
 from ..jobs import NewJob, new_job, parse_json
 from ..progress import Progress
 from ..store import driver_errors
-from .handled import Enqueued, check_handled
+from .handled import Enqueued, check_handled, warn
 from .helpers import checked_store
 from .wording import counted, line_range
 
@@ -29,8 +29,7 @@ def enqueue_file(path: str, config: Config, from_line: int, force: bool = False)
     forced, refuse the file if a job's type is not handled (handled.py)."""
     lines = read_jobs_file(path, config, from_line)
     store = checked_store(config)
-    if not force:
-        check_handled(_first_of_each_type(path, lines), config, store)
+    warnings = [] if force else check_handled(_first_of_each_type(path, lines), config, store)
     progress = Progress(len(lines), "enqueue")
     new = committed = 0
     try:
@@ -44,6 +43,7 @@ def enqueue_file(path: str, config: Config, from_line: int, force: bool = False)
     finally:
         progress.finish()
     print(f"enqueued {counted(new, 'new job')} ({len(lines) - new} already present)")
+    warn(warnings)
 
 
 def _first_of_each_type(path: str, lines: list[FileJob]) -> list[Enqueued]:

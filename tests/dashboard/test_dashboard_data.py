@@ -10,6 +10,7 @@ full scan and no sort. The rollup is checked against what a real supervisor ran
 """
 import signal
 import socket
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -390,10 +391,10 @@ def expected_rollup(dash):
     return expected
 
 
-def run_supervisor(tmp_path, dash, name="sup"):
+def run_supervisor(tmp_path, dash, *args, name="sup"):
     sup = SupervisorProcess(tmp_path, dash.dsn, "--app", "dashboard_app", "--workers", "2",
                             "--queues", "default,other", "--max-crashes", "1",
-                            "--poll-interval", "0.2", name=name)
+                            "--poll-interval", "0.2", *args, name=name)
     sup.wait_event("supervisor_started")
     return sup
 
@@ -470,6 +471,12 @@ def _naive(minute):
     return datetime.fromisoformat(minute) if isinstance(minute, str) else minute
 
 
+# The rollup is written every heartbeat interval: this one is long enough for the
+# first jobs to settle before their write, and short enough for no hold during the
+# outage (a supervisor holds after two intervals or a third of its timeout).
+SLOW_ROLLUP = ("--heartbeat-interval", "20", "--supervisor-timeout", "120")
+
+
 def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):  # noqa: F811
     server = throwaway_mariadb
     config = config_module.load({"dsn": server.dsn}, environ={})
@@ -478,16 +485,17 @@ def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):
     conn = server.connect(database=server.database)
     raw = MySQLTestDatabase(conn, server.database)
     dash = Dash("mariadb", store, server.dsn, raw)
-    sup = run_supervisor(tmp_path, dash)
+    sup = run_supervisor(tmp_path, dash, *SLOW_ROLLUP)
     try:
         enqueue_all(store, JOBS_RUN[:8])
         wait_until(lambda: settled(store), timeout=60, message="the first jobs to settle")
         store.close()
-        finished_in = datetime.utcnow().replace(second=0, microsecond=0)
         server.stop()
-        # Away over the next minute's start: the supervisor's write of this minute fails.
-        wait_until(lambda: datetime.utcnow() >= finished_in + timedelta(minutes=1, seconds=2),
-                   timeout=65, interval=0.5, message="the next minute")
+        stopped_at = time.monotonic()
+        # Away for longer than a rollup interval: the write of those counts fails, and
+        # they are kept for the next one.
+        wait_until(lambda: time.monotonic() - stopped_at > 21, timeout=30, interval=0.5,
+                   message="a rollup interval")
         sup.wait_event("supervisor_db_error", timeout=30)
         server.start()
         store = dash.store = MySQLStore(config)
