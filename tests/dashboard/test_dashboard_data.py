@@ -26,13 +26,15 @@ from harness import SupervisorProcess
 from throwaway_db import throwaway_mariadb  # noqa: F401  (a pytest fixture)
 
 from prefork import config as config_module
+from prefork.dashboard import data
 from prefork.errors import UserError
 from prefork.jobs import JobStatus, new_job, utc_now
 from prefork.store import job_search
 from prefork.store.mysql.dashboard import FIND_STATEMENTS as MYSQL_FIND
 from prefork.store.mysql.dashboard_queries import DEAD_COUNTS, ROLLUP_LAST_HOUR, THROUGHPUT
 from prefork.store.mysql.store import MySQLStore
-from prefork.store.sqlite.file import parse_dsn
+from prefork.store.registry_rows import Published
+from prefork.store.sqlite.file import parse_dsn, stamp
 from prefork.store.sqlite.store import SQLiteStore
 from prefork.store.views import JobFilter, MinuteCounts, MinutePoint, QueueOverview
 
@@ -218,6 +220,26 @@ def test_paging_has_no_gap_nor_repeat_while_jobs_change(dash):
     assert len(dead) == len(set(dead))
     still_dead = dead_throughout - set(retried)
     assert still_dead <= set(dead) and retried
+
+
+def test_a_supervisor_is_stale_on_the_dashboard_by_its_own_heartbeat_interval(dash):
+    """Issue 28: silent for 3 s, a supervisor beating every second is stale to a
+    dashboard whose own interval is 600 s; one that published no interval (an older
+    release) is judged by the dashboard's."""
+    quick = dash.store.register_process("web-1", 1, ["default"], 2, "0.2.0",
+                                        Published.of(["noop"], 1.0))
+    unknown = dash.store.register_process("web-2", 2, ["default"], 2, "0.1.0")
+    if dash.case == "sqlite":
+        dash.raw.execute("UPDATE prefork_processes SET heartbeat_at = %s",
+                         (stamp(utc_now() - timedelta(seconds=3)),))
+    else:
+        dash.raw.execute("UPDATE prefork_processes"
+                         " SET heartbeat_at = UTC_TIMESTAMP(6) - INTERVAL 3 SECOND")
+    shown = {sup["id"]: sup for sup in data.supervisors(dash.store, 600.0)}
+    assert (shown[quick]["stale"], shown[quick]["heartbeat_interval_s"]) == (True, 1.0)
+    assert (shown[unknown]["stale"], shown[unknown]["heartbeat_interval_s"]) == (False, 600.0)
+    assert [sup["stale"] for sup in data.overview(dash.store, 600.0)["supervisors"]] == \
+        [True, False]
 
 
 def test_overview_counts_live_jobs_and_the_rollups_last_hour(dash):
