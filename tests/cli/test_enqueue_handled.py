@@ -27,14 +27,6 @@ argv = true
 """
 
 
-@pytest.fixture(params=["mysql", "sqlite"])
-def queue_dsn(request):
-    if request.param == "mysql":
-        request.getfixturevalue("clean_db")
-        return request.getfixturevalue("migrated")
-    return request.getfixturevalue("sqlite_migrated")
-
-
 def enqueue(dsn, *args):
     return run_cli("enqueue", *args, dsn=dsn)
 
@@ -55,7 +47,7 @@ def enqueued_id(result):
 
 
 def test_a_type_no_supervisor_of_its_queue_handles_is_refused_unless_forced(tmp_path,
-                                                                             queue_dsn):
+                                                                             queue_dsn, db):
     with supervisor_starter(tmp_path, queue_dsn, "--app", "ledger_app", *REGISTRY) as start:
         start("--workers", "1").wait_event("supervisor_registered")
 
@@ -91,7 +83,7 @@ def test_a_type_no_supervisor_of_its_queue_handles_is_refused_unless_forced(tmp_
 
 
 def test_a_killed_supervisor_handles_nothing_once_stale_by_its_own_interval(tmp_path,
-                                                                            queue_dsn):
+                                                                            queue_dsn, db):
     with supervisor_starter(tmp_path, queue_dsn, "--app", "ledger_app", *REGISTRY) as start:
         doomed = start("--workers", "1")
         doomed.wait_event("supervisor_registered")
