@@ -1,7 +1,8 @@
-"""`enqueue`'s check that something will run a job before it is written (--force
-skips it): with --app, a handler of the application or a [command:TYPE] section;
-without, a live supervisor of the job's queue that handles its type, by the job
-types the supervisors publish in the registry (store/registry_rows.py).
+"""`enqueue`'s check, without --app, that something will run a job before it is
+written (--force skips it): a live supervisor of the job's queue that handles its
+type, by the job types the supervisors publish in the registry
+(store/registry_rows.py). With --app, jobs_file.check_job_types checks the
+application's handlers instead.
 
 A supervisor that lists no job types (an older release, or a list past the bound)
 may handle any. When no live supervisor of a queue is known, nothing can be said
@@ -9,17 +10,15 @@ of its types: the job is enqueued, with a warning on stderr.
 """
 import difflib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .. import registry
 from ..config import Config
 from ..errors import UserError
 from ..store.contract import Store
 from ..store.registry_rows import is_stale, job_types
 from .parser import PROG
 
-FORCE_HINT = "--force enqueues it anyway"
 SHOWN_TYPES = 3   # job types a warning names
 
 
@@ -30,22 +29,9 @@ class Enqueued(NamedTuple):
     where: str = ""
 
 
-def check_app_types(job_types: Iterable[str], config: Config) -> None:
-    """With `app` configured, refuse a job type no handler is registered for."""
-    registry.import_apps(config.app)
-    for job_type in sorted(job_types):
-        if registry.lookup(job_type) is None and job_type not in config.named("command"):
-            raise UserError(f"unknown job type {job_type!r}: no handler in "
-                            f"{','.join(config.app)}; {FORCE_HINT}")
-
-
 def check_handled(jobs: Sequence[Enqueued], config: Config, store: Store) -> list[str]:
-    """Refuse the first job whose type no live supervisor of its queue handles (with
-    --app: no handler of the application). The warnings to print once the jobs are
-    in: one per queue that no live supervisor works."""
-    if config.app:
-        check_app_types({job.job_type for job in jobs}, config)
-        return []
+    """Refuse the first job whose type no live supervisor of its queue handles; the
+    warnings to print once the jobs are in: one per queue no live supervisor works."""
     live = [row for row in store.running_handlers()
             if not is_stale(row, config.heartbeat_interval)]
     unworked: dict[str, list[str]] = {}
@@ -84,4 +70,4 @@ def _refuse_unhandled(job: Enqueued, handlers: Sequence[dict[str, Any]]) -> None
     close = difflib.get_close_matches(job.job_type, sorted(handled), n=1)
     guess = f" (did you mean {close[0]!r}?)" if close else ""
     raise UserError(f"{job.where}unknown job type {job.job_type!r}: no running supervisor "
-                    f"of queue {job.queue!r} handles it{guess}; {FORCE_HINT}")
+                    f"of queue {job.queue!r} handles it{guess}; --force enqueues it anyway")

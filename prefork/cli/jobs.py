@@ -17,7 +17,7 @@ from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
 from .handled import Enqueued, check_handled, warn
-from .jobs_file import enqueue_file
+from .jobs_file import check_job_types, enqueue_file
 from .parser import command, whole_number
 from .status_report import utc_text
 from .wording import counted
@@ -67,14 +67,16 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
         raise UserError("--from-line goes with --file")
     if not args.type:
         raise UserError("give a job TYPE (and a JSON payload), or --file JOBS.jsonl")
+    if not args.force:
+        check_job_types([args.type], config)
     job = new_job(args.type, args.payload or "{}", queue=args.queue, key=args.key,
                   delay=args.delay, priority=args.priority,
                   max_attempts=config.max_attempts,
                   max_payload_bytes=config.max_payload_bytes,
                   concurrency_key=args.concurrency_key)
     store = checked_store(config)
-    warnings = [] if args.force else check_handled([Enqueued(job.queue, job.type)], config,
-                                                   store)
+    warnings = [] if args.force or config.app else check_handled(
+        [Enqueued(job.queue, job.type)], config, store)
     print(store.enqueue(job))
     warn(warnings)
 

@@ -2,8 +2,9 @@
 batches that commit one by one. When the database goes away mid-file, the error
 line says how many jobs were committed and the line to resume from (--from-line)."""
 from types import TracebackType
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
+from .. import registry
 from ..config import Config
 from ..errors import DatabaseUnavailable, UserError
 from ..failures import ErrorWriter, database_error
@@ -28,8 +29,11 @@ def enqueue_file(path: str, config: Config, from_line: int, force: bool = False)
     """Enqueue the jobs of `path` from line `from_line` on; prints the counts. Unless
     forced, refuse the file if a job's type is not handled (handled.py)."""
     lines = read_jobs_file(path, config, from_line)
+    if not force:
+        check_job_types({entry.job.type for entry in lines}, config)
     store = checked_store(config)
-    warnings = [] if force else check_handled(_first_of_each_type(path, lines), config, store)
+    warnings = [] if force or config.app else check_handled(_first_of_each_type(path, lines),
+                                                            config, store)
     progress = Progress(len(lines), "enqueue")
     new = committed = 0
     try:
@@ -44,6 +48,16 @@ def enqueue_file(path: str, config: Config, from_line: int, force: bool = False)
         progress.finish()
     print(f"enqueued {counted(new, 'new job')} ({len(lines) - new} already present)")
     warn(warnings)
+
+
+def check_job_types(job_types: Iterable[str], config: Config) -> None:
+    """With `app` configured, refuse a job type no handler is registered for."""
+    if not config.app:
+        return
+    registry.import_apps(config.app)
+    for job_type in sorted(job_types):
+        if registry.lookup(job_type) is None and job_type not in config.named("command"):
+            raise UserError(f"unknown job type {job_type!r}: no handler in {','.join(config.app)}")
 
 
 def _first_of_each_type(path: str, lines: list[FileJob]) -> list[Enqueued]:
