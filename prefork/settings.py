@@ -197,7 +197,7 @@ SETTINGS: list[Setting] = [
     # worker
     Setting("app", _word_list, [], "Comma-separated module(s) to import; they register handlers "
             "with @prefork.handler.", "worker", metavar="MODULES",
-            read_by=("run", "work", "enqueue")),
+            read_by=("run", "work", "enqueue", "dashboard")),
     Setting("queues", _queue_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2",
             read_by=("run", "work")),
@@ -245,7 +245,7 @@ SETTINGS: list[Setting] = [
     Setting("heartbeat_interval", _positive_float, 5.0, "Seconds between the supervisor's "
             "heartbeats in the process registry (see `prefork-queue status`).", "supervisor",
             metavar="S",
-            read_by=("run", "bench", "status", "dashboard")),
+            read_by=("run", "bench", "status", "dashboard", "enqueue")),
     Setting("supervisor_timeout", _positive_float, 30.0, "A supervisor silent this long is "
             "pruned by any other, and the jobs its workers held are handed back at once.",
             "supervisor", metavar="S",

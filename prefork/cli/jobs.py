@@ -17,9 +17,11 @@ from ..store import driver_errors
 from ..store.contract import JobRow
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
+from .handled import Enqueued, check_handled, warn
 from .jobs_file import enqueue_file
 from .parser import command, whole_number
 from .status_report import utc_text
+from .wording import counted
 
 ERROR_WIDTH = 32   # `failed` shows this much of each error
 CUT = "\u2026"      # ends an error `failed` cut (an ellipsis)
@@ -46,6 +48,9 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-line", type=whole_number, metavar="N",
                         help="With --file: start at line N of the file, skipping the lines "
                              "before it (resume a file that was cut off).")
+    parser.add_argument("--force", action="store_true",
+                        help="Enqueue even a job type that no running supervisor of its queue "
+                             "handles (with --app: that the application has no handler for).")
 
 
 @command("enqueue", "Enqueue a job (prints its id), or many from a JSON-lines file.",
@@ -57,19 +62,24 @@ def enqueue_command(args: argparse.Namespace, config: Config) -> None:
         if args.concurrency_key is not None:
             raise UserError("--concurrency-key goes with TYPE: in --file, give a line its "
                             "\"concurrency_key\"")
-        enqueue_file(args.file, config, args.from_line or 1)
+        enqueue_file(args.file, config, args.from_line or 1, args.force)
         return
     if args.from_line is not None:
         raise UserError("--from-line goes with --file")
     if not args.type:
         raise UserError("give a job TYPE (and a JSON payload), or --file JOBS.jsonl")
-    check_job_types([args.type], config)
+    if not args.force:
+        check_job_types([args.type], config)
     job = new_job(args.type, args.payload or "{}", queue=args.queue, key=args.key,
                   delay=args.delay, priority=args.priority,
                   max_attempts=config.max_attempts,
                   max_payload_bytes=config.max_payload_bytes,
                   concurrency_key=args.concurrency_key)
-    print(checked_store(config).enqueue(job))
+    store = checked_store(config)
+    warnings = [] if args.force or config.app else check_handled(
+        [Enqueued(job.queue, job.type)], config, store)
+    print(store.enqueue(job))
+    warn(warnings)
 
 
 # --- working ------------------------------------------------------------------------
@@ -160,7 +170,7 @@ def retry_command(args: argparse.Namespace, config: Config) -> None:
         else (JobStatus.DEAD,)
     count = checked_store(config).retry_dead(None if args.all else args.ids, queue=args.queue,
                                              max_attempts=args.max_attempts, statuses=statuses)
-    print(f"retried {count} jobs")
+    print(f"retried {counted(count, 'job')}")
 
 
 def _show_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,9 @@ from ..job_fields import check_job_types, job_from_fields
 from ..jobs import NewJob, parse_json
 from ..progress import Progress
 from ..store import driver_errors
+from .handled import Enqueued, check_handled, warn
 from .helpers import checked_store
+from .wording import counted, line_range
 
 BULK_CHUNK = 1000   # lines per transaction
 
@@ -21,11 +23,15 @@ class FileJob(NamedTuple):
     job: NewJob
 
 
-def enqueue_file(path: str, config: Config, from_line: int) -> None:
-    """Enqueue the jobs of `path` from line `from_line` on; prints the counts."""
+def enqueue_file(path: str, config: Config, from_line: int, force: bool = False) -> None:
+    """Enqueue the jobs of `path` from line `from_line` on; prints the counts. Unless
+    forced, refuse the file if a job's type is not handled (handled.py)."""
     lines = read_jobs_file(path, config, from_line)
-    check_job_types({entry.job.type for entry in lines}, config)
+    if not force:
+        check_job_types({entry.job.type for entry in lines}, config)
     store = checked_store(config)
+    warnings = [] if force or config.app else check_handled(_first_of_each_type(path, lines),
+                                                            config, store)
     progress = Progress(len(lines), "enqueue")
     new = committed = 0
     try:
@@ -38,7 +44,18 @@ def enqueue_file(path: str, config: Config, from_line: int) -> None:
         raise DatabaseUnavailable(_cut_off(exc, path, from_line, lines, committed)) from None
     finally:
         progress.finish()
-    print(f"enqueued {new} new jobs ({len(lines) - new} already present)")
+    print(f"enqueued {counted(new, 'new job')} ({len(lines) - new} already present)")
+    warn(warnings)
+
+
+def _first_of_each_type(path: str, lines: list[FileJob]) -> list[Enqueued]:
+    """Each queue and job type of the file once, where it first appears."""
+    seen: dict[tuple[str, str], Enqueued] = {}
+    for entry in lines:
+        job = entry.job
+        seen.setdefault((job.queue, job.type), Enqueued(job.queue, job.type,
+                                                        f"{path}:{entry.line}: "))
+    return list(seen.values())
 
 
 def _cut_off(exc: BaseException, path: str, from_line: int, lines: list[FileJob],
@@ -48,17 +65,19 @@ def _cut_off(exc: BaseException, path: str, from_line: int, lines: list[FileJob]
     chunk = lines[committed:committed + BULK_CHUNK]
     first, last = chunk[0].line, chunk[-1].line
     cause = " ".join(ErrorWriter().mask(database_error(_cause(exc))).splitlines())
-    said = f"database error {cause}: {committed} jobs of {path} committed"
+    said = f"database error {cause}: {counted(committed, 'job')} of {path} committed"
     if committed:
-        said += f" (lines {from_line}-{first - 1})"
+        said += f" ({line_range(from_line, first - 1)})"
     if not _lost_during_commit(exc):
         return f"{said}, none after: resume with --from-line {first}"
     rest = committed + len(chunk)
-    then = f"--from-line {lines[rest].line} if they are" if rest < len(lines) \
-        else "nothing is left if they are"
-    return (f"{said}; lines {first}-{last} ({len(chunk)} jobs) were being committed when the "
-            f"connection was lost and may be in the table: resume with --from-line {first} "
-            f"if they are not, {then}")
+    they_are = "it is" if len(chunk) == 1 else "they are"
+    then = f"--from-line {lines[rest].line} if {they_are}" if rest < len(lines) \
+        else f"nothing is left if {they_are}"
+    return (f"{said}; {line_range(first, last)} ({counted(len(chunk), 'job')}) "
+            f"{'was' if len(chunk) == 1 else 'were'} being committed when the connection was "
+            f"lost and may be in the table: resume with --from-line {first} if "
+            f"{they_are} not, {then}")
 
 
 def _cause(exc: BaseException) -> BaseException:
@@ -95,7 +114,7 @@ def read_jobs_file(path: str, config: Config, from_line: int = 1) -> list[FileJo
     except OSError as exc:
         raise UserError(f"cannot read {path!r}: {exc.strerror}") from None
     if from_line > max(number, 1):
-        raise UserError(f"--from-line {from_line}: {path} has {number} lines")
+        raise UserError(f"--from-line {from_line}: {path} has {counted(number, 'line')}")
     return jobs
 
 

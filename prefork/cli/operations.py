@@ -13,6 +13,7 @@ from ..progress import Progress
 from . import status_report as status_report
 from .helpers import checked_store
 from .parser import command
+from .wording import counted
 
 if TYPE_CHECKING:
     from ..store.contract import Store
@@ -53,9 +54,9 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @command("status", "Supervisors on every host and what their workers do (as of each one's "
-         "last heartbeat; stale when it is older than twice --heartbeat-interval); per queue: "
-         "ready, delayed, reserved, dead, cancelled, done in the last hour, oldest ready job; "
-         "per limited group (job type, concurrency key): running, limit, waiting.",
+         "last heartbeat; stale when it is older than twice its own heartbeat interval); "
+         "per queue: ready, delayed, reserved, dead, cancelled, done in the last hour, oldest "
+         "ready job; per limited group (job type, concurrency key): running, limit, waiting.",
          arguments=_status_arguments)
 def status_command(args: argparse.Namespace, config: Config) -> None:
     store = checked_store(config)
@@ -117,11 +118,11 @@ def prune_command(args: argparse.Namespace, config: Config) -> None:
                         (JobStatus.CANCELLED, args.dead_older_than)):
         if age is not None:
             deleted = _prune_status(store, status, age)
-            print(f"deleted {deleted} {status} jobs")
+            print(f"deleted {counted(deleted, f'{status} job')}")
     # A zero age is an age (prune everything finished): only None means not given.
     records_age = args.done_older_than if args.done_older_than is not None else args.dead_older_than
     records = store.prune_processes(records_age)
-    print(f"deleted {records} old supervisor records")
+    print(f"deleted {counted(records, 'old supervisor record')}")
 
 
 def _prune_status(store: "Store", status: JobStatus, age: float) -> int:
@@ -145,5 +146,6 @@ def _discard_arguments(parser: argparse.ArgumentParser) -> None:
          arguments=_discard_arguments)
 def discard_command(args: argparse.Namespace, config: Config) -> None:
     count = checked_store(config).discard_dead(args.ids)
-    print(f"discarded {count} dead jobs" + ("" if count == len(args.ids) else
-                                            f" ({len(args.ids) - count} were not dead or absent)"))
+    left = len(args.ids) - count
+    print(f"discarded {counted(count, 'dead job')}" + (
+        "" if not left else f" ({left} {'was' if left == 1 else 'were'} not dead or absent)"))

@@ -16,7 +16,8 @@ def migrate_command(args: argparse.Namespace, config: Config) -> None:
     applied = store.migrate()
     newer = store.check_schema()
     if applied:
-        print(f"applied versions {', '.join(map(str, applied))}")
+        versions = "version" if len(applied) == 1 else "versions"
+        print(f"applied {versions} {', '.join(map(str, applied))}")
     elif newer:
         print(f"schema is newer than prefork-queue {__version__}: version {newer[-1]} was "
               "applied by a newer release; nothing to apply; this release still runs on it, "

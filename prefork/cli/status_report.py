@@ -3,14 +3,15 @@ raw status rows, as a table for people or JSON for scripts.
 
 Ages are on the database's clock (the store computes them); what a supervisor's
 workers do is as of its last heartbeat, and a supervisor silent for more than
-STALE_BEATS heartbeat intervals is marked stale (killed or hung: its row stays
-"running" until another supervisor prunes it)."""
+STALE_BEATS of its own heartbeat intervals is marked stale (killed or hung: its row
+stays "running" until another supervisor prunes it)."""
 import json
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..jobs import JobStatus
 from ..limits.rules import NO_KEY, LimitUsage
+from ..store.registry_rows import interval_of, is_stale
 
 # {"supervisors": [...], "queues": {name: {column: value}}, "limits": [...]}, as JSON
 # prints it.
@@ -19,13 +20,13 @@ Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
 QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "done_last_hour")
-STALE_BEATS = 2
 
 
 def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], Any],
           heartbeat_interval: float) -> Report:
     """The report from Store.status(): {"supervisors": [...], "queues": {...}}; a
-    supervisor is stale when its heartbeat is older than STALE_BEATS intervals."""
+    supervisor is stale when its heartbeat is older than STALE_BEATS of its own
+    intervals (`heartbeat_interval`, the reader's, for a row that has none)."""
     processes, live, done, paused = raw
     queues: dict[str, Row] = {}
 
@@ -51,12 +52,13 @@ def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], A
 
 
 def _supervisor(process: Row, heartbeat_interval: float) -> Row:
-    age = float(process["heartbeat_age_s"])
     return {"id": process["id"], "host": process["host"], "pid": process["pid"],
             "queues": process["queues"].split(","), "workers": process["workers"],
             "version": process["version"], "started_at": utc_text(process["started_at"]),
             "heartbeat_at": utc_text(process["heartbeat_at"]),
-            "heartbeat_age_s": round(age, 1), "stale": age > STALE_BEATS * heartbeat_interval,
+            "heartbeat_age_s": round(float(process["heartbeat_age_s"]), 1),
+            "heartbeat_interval_s": interval_of(process, heartbeat_interval),
+            "stale": is_stale(process, heartbeat_interval),
             "children": json.loads(process["children"] or "[]")}
 
 
@@ -90,26 +92,40 @@ def render(report: Report) -> str:
             doing = (f"busy job {child['job_id']} {child['type']} {child['seconds']}s"
                      if child.get("job_id") else child["state"])
             lines.append(f"    worker {child['slot']} pid {child['pid']}: {doing}")
-    lines += ["", f"{'QUEUE':<20} {'READY':>7} {'DELAYED':>8} {'RESERVED':>9} {'DEAD':>6} "
-                  f"{'CANCELLED':>9} {'DONE/1H':>8} {'JOBS/MIN':>9} {'OLDEST READY':>13}"]
-    for name, row in report["queues"].items():
-        oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
-        label = f"{name} (paused)" if row["paused"] else name
-        lines.append(f"{label:<20} {row['ready']:>7} {row['delayed']:>8} {row['reserved']:>9} "
-                     f"{row['dead']:>6} {row['cancelled']:>9} {row['done_last_hour']:>8} "
-                     f"{row['jobs_per_min']:>9} {oldest:>13}")
+    lines += ["", *table(QUEUE_HEADER, [_queue_cells(name, row)
+                                         for name, row in report["queues"].items()])]
     return "\n".join(lines + _limit_lines(report.get("limits", [])))
+
+
+QUEUE_HEADER = ("QUEUE", "READY", "DELAYED", "RESERVED", "DEAD", "CANCELLED", "DONE/1H",
+                "JOBS/MIN", "OLDEST READY")
+LIMIT_HEADER = ("TYPE", "KEY", "RUNNING", "LIMIT", "RATE", "WAITING")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1,
+          indent: str = "") -> list[str]:
+    """The lines of a table whose columns are as wide as their widest cell (a long
+    queue name widens its column, never shifts a row): the first `left` columns
+    aligned left, the others (counts) right, two spaces between columns."""
+    cells = [[str(cell) for cell in row] for row in (header, *rows)]
+    widths = [max(len(column) for column in columns) for columns in zip(*cells)]
+    return [indent + "  ".join(cell.ljust(width) if number < left else cell.rjust(width)
+                               for number, (cell, width) in enumerate(zip(row, widths))).rstrip()
+            for row in cells]
+
+
+def _queue_cells(name: str, row: Row) -> list[object]:
+    oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
+    return [f"{name} (paused)" if row["paused"] else name, row["ready"], row["delayed"],
+            row["reserved"], row["dead"], row["cancelled"], row["done_last_hour"],
+            row["jobs_per_min"], oldest]
 
 
 def _limit_lines(groups: Sequence[Row]) -> list[str]:
     """The Limits section: a line per group with jobs running or waiting."""
     if not groups:
         return []
-    lines = ["", "LIMITS", f"  {'TYPE':<28} {'KEY':<24} {'RUNNING':>7} {'LIMIT':>6} "
-                           f"{'RATE':>8} {'WAITING':>8}"]
-    for group in groups:
-        key = "(none)" if group["key"] == NO_KEY else group["key"]
-        limit = "-" if group["limit"] is None else group["limit"]
-        lines.append(f"  {group['type']:<28} {key:<24} {group['running']:>7} {limit:>6} "
-                     f"{group['rate'] or '-':>8} {group['waiting']:>8}")
-    return lines
+    rows = [[group["type"], "(none)" if group["key"] == NO_KEY else group["key"],
+             group["running"], "-" if group["limit"] is None else group["limit"],
+             group["rate"] or "-", group["waiting"]] for group in groups]
+    return ["", "LIMITS", *table(LIMIT_HEADER, rows, left=2, indent="  ")]

@@ -16,6 +16,15 @@ TIME_ZONE = "SELECT @@SESSION.time_zone"
 # The server's clock, read between two readings of ours.
 SERVER_UTC_NOW = "SELECT UTC_TIMESTAMP(6)"
 
+# The plans' scratch table: an empty copy of prefork_jobs (its columns and indexes),
+# renamed to hide the real table from this session alone, so that the plans'
+# scratch jobs take no id of the real table (an AUTO_INCREMENT is never rolled
+# back). DROP TEMPORARY drops only a temporary table, never the real one.
+CREATE_SCRATCH_JOBS = "CREATE TEMPORARY TABLE prefork_doctor_jobs LIKE prefork_jobs"
+SCRATCH_AS_JOBS = "ALTER TABLE prefork_doctor_jobs RENAME TO prefork_jobs"
+DROP_SCRATCH_COPY = "DROP TEMPORARY TABLE IF EXISTS prefork_doctor_jobs"
+DROP_SCRATCH_JOBS = "DROP TEMPORARY TABLE IF EXISTS prefork_jobs"
+
 # Jobs that make a plan the plan of a working queue: an empty table is planned as
 # a scan of nothing. Inserted in a transaction that is rolled back
 # (queue, job type); executemany sends them as one multi-row INSERT.

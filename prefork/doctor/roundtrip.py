@@ -1,6 +1,10 @@
 """A real job through the store's own API on a scratch queue: enqueue, claim,
 complete, read back, then remove. No supervisor works that queue (its name is
-this run's alone), so nothing else can take the job."""
+this run's alone), so nothing else can take the job.
+
+It goes through the real table, as the account's jobs will: a scratch table
+would not prove the account's privileges on it. So it takes one job id, which
+is never used again (the output says so)."""
 import secrets
 import time
 from collections.abc import Callable
@@ -34,7 +38,8 @@ def round_trip(store: Store, queue: str, lease_seconds: float,
     except reported_errors() as exc:   # said with where the job is left
         trouble = f"job {job_id} was enqueued; then {failure(NAME, exc).detail}"
     elapsed_ms = (time.monotonic() - started) * 1000
-    fate = "removed" if remove(job_id) else _left(store, job_id, queue)
+    fate = (f"removed (an id is never reused: the next job's is above {job_id})"
+            if remove(job_id) else _left(store, job_id, queue))
     if trouble:
         return Check(NAME, Status.FAIL, f"{trouble}; the job {fate}")
     return Check(NAME, Status.OK, f"job {job_id} enqueued, claimed and completed in "

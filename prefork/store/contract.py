@@ -11,13 +11,15 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from importlib import resources
-from typing import Any, Callable, ContextManager
+from typing import Any, ContextManager
 
 from ..cancellation import CancelReport
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
 from ..retry import Decision, RetryPolicy
 from ..wakeups import doorbell, remote
+from .processes import SupervisorRegistry
+from .processes import spare_none as spare_none   # prune_silent()'s default
 from .strays import HeldJob as HeldJob   # prune_silent's too
 from .strays import StrayHandBack
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
@@ -25,11 +27,6 @@ from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
 # last_error of the jobs a vanished supervisor's children held.
 SILENT_SUPERVISOR_ERROR = "supervisor vanished"
-
-def spare_none(held: HeldJob) -> bool:
-    """prune_silent()'s default: every job of a silent supervisor goes back."""
-    return False
-
 
 # A row of a claim's read: id, job_type, queue, payload, attempts (before the
 # claim), max_attempts, idempotency_key, crashes.
@@ -42,7 +39,6 @@ QueueFigures = dict[str, float]
 # status(): (running supervisors as dicts, live counts [(queue, status, due,
 # count, oldest age s)], {queue: done in the window}, paused queues).
 StatusRows = tuple[list[dict[str, Any]], list[tuple[Any, ...]], dict[str, int], set[str]]
-
 
 
 def claimed_job(row: ClaimedRow, token: str, store: "Store") -> Job:
@@ -86,7 +82,7 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in strays.py
+class Store(StrayHandBack, SupervisorRegistry):   # abc.ABCs: strays.py, processes.py
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 
@@ -288,29 +284,7 @@ class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in 
         seconds the oldest due job has waited (0.0: none)}} for each of `queues` ({}
         for none). Reads only the claim index's non-done ranges: never a done row."""
 
-    # -- operating many hosts (the supervisor registry, control, status) ------------
-    @abc.abstractmethod
-    def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
-                         version: str) -> int:
-        """Add a running supervisor to the registry; returns its id."""
-
-    @abc.abstractmethod
-    def heartbeat(self, process_id: int, queues: Sequence[str], workers: int,
-                  children_json: str) -> bool:
-        """Record that the supervisor lives. False when others pruned it meanwhile."""
-
-    @abc.abstractmethod
-    def stop_process(self, process_id: int) -> None:
-        """Mark a supervisor stopped after a clean exit."""
-
-    @abc.abstractmethod
-    def prune_silent(self, silent_seconds: float, limit: int = 10,
-                     spare: Callable[[HeldJob], bool] = spare_none) -> list[tuple[int, int]]:
-        """Mark supervisors silent for `silent_seconds` pruned and hand back the jobs
-        their children held, but those spare() keeps (their holder still runs: they
-        come back when it gives them back or when their lease expires);
-        [(process id, jobs returned)] for those we pruned."""
-
+    # -- operating many hosts (control, status; the registry is in processes.py) -----
     @abc.abstractmethod
     def control_state(self, host: str) -> tuple[datetime, datetime | None, set[str]]:
         """(database now, newest restart request for this host or None, paused queues)."""
@@ -323,11 +297,6 @@ class Store(StrayHandBack):   # an abc.ABC: its part after a reconnection is in 
     @abc.abstractmethod
     def set_paused(self, queue: str, paused: bool) -> None:
         """Pause (no host claims it) or resume a queue."""
-
-    @abc.abstractmethod
-    def running_processes(self) -> list[dict[str, Any]]:
-        """The running supervisors, as status() lists them (its first part), without its
-        counts: the dashboard takes those from queue_overview()."""
 
     @abc.abstractmethod
     def status(self, done_window_seconds: float = 3600) -> StatusRows:

@@ -4,22 +4,21 @@ type and its registry id, kept here until the store has them.
 
 Nothing is counted on the job's path: the parent learns each outcome from the
 pipe (children.FinishedJob: type, queue, run time, outcome), and upkeep.py
-writes the minutes that are over, once a minute, on the parent's own
-connection. A write that fails leaves its counts here for the next one; a row
-is always written with its final counts (they replace the row), so a write
-repeated after a lost answer counts nothing twice.
+writes what changed every heartbeat interval, on the parent's own connection:
+the minute under way too, so that the dashboard shows a job within seconds of
+its end. A row is always written with its counts so far (they replace the row),
+so the current minute is written again as it grows, and a write repeated after a
+lost answer counts nothing twice. A write that fails leaves its counts here for
+the next one; a minute that is over is forgotten once the store has it.
 """
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Optional
 
 from ..jobs import JobStatus, Outcome, utc_now
 from ..store.views import MinuteCounts
 from .children import FinishedJob, RunningJob
-
-MINUTE = timedelta(minutes=1)
-
 
 @dataclass
 class Tally:
@@ -42,6 +41,7 @@ def utc_minute(moment: Optional[datetime] = None) -> datetime:
 class Rollup:
     def __init__(self) -> None:
         self.tallies: dict[Key, Tally] = {}
+        self.unsaved_keys: set[Key] = set()   # counted since the store last had them
         # Jobs of children that died holding them, until their hand-back says
         # whether the death made them dead: (job, seconds run, process id).
         self.crashed: dict[int, tuple[RunningJob, float, int]] = {}
@@ -67,24 +67,32 @@ class Rollup:
 
     def _add(self, job: RunningJob, seconds: float, process_id: int, done: bool,
              dead: bool) -> None:
-        tally = self.tallies.setdefault((utc_minute(), job.queue, job.type, process_id), Tally())
+        key = (utc_minute(), job.queue, job.type, process_id)
+        tally = self.tallies.setdefault(key, Tally())
         tally.done += done
         tally.failed += not done
         tally.dead += dead
         tally.run_seconds += seconds
+        self.unsaved_keys.add(key)
 
-    def due(self, before: Optional[datetime]) -> dict[int, list[MinuteCounts]]:
-        """The counts to write, by process id: of the minutes before `before` (those
-        over), or all of them (None: the last, partial minute too)."""
+    def unsaved(self) -> dict[int, list[MinuteCounts]]:
+        """The rows to write, by process id: those counted since the store last had them,
+        each with its minute's counts so far (the current minute's too)."""
         by_process: dict[int, list[MinuteCounts]] = {}
-        for (minute, queue, job_type, process_id), tally in sorted(self.tallies.items()):
-            if before is None or minute < before:
-                by_process.setdefault(process_id, []).append(MinuteCounts(
-                    minute, queue, job_type, tally.done, tally.failed, tally.dead,
-                    round(tally.run_seconds, 6)))
+        for key in sorted(self.unsaved_keys):
+            minute, queue, job_type, process_id = key
+            tally = self.tallies[key]
+            by_process.setdefault(process_id, []).append(MinuteCounts(
+                minute, queue, job_type, tally.done, tally.failed, tally.dead,
+                round(tally.run_seconds, 6)))
         return by_process
 
     def written(self, process_id: int, counts: list[MinuteCounts]) -> None:
-        """Forget what the store has now."""
+        """The store has these rows now; forget the written rows of the minutes that
+        are over (their counts are final), keep the current minute's to count on."""
         for row in counts:
-            self.tallies.pop((row.minute, row.queue, row.job_type, process_id), None)
+            self.unsaved_keys.discard((row.minute, row.queue, row.job_type, process_id))
+        current = utc_minute()
+        for key in [key for key in self.tallies
+                    if key[0] < current and key not in self.unsaved_keys]:
+            del self.tallies[key]

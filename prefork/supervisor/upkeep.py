@@ -1,6 +1,6 @@
 """The parent's own database work: lease extension, hand-backs of dead children's
 jobs, lease recovery, the pool's one look for ready jobs, and the dashboard's
-per-minute rollup (rollup.py counts, this writes once a minute).
+per-minute rollup (rollup.py counts, this writes it every heartbeat interval).
 
 The connection is the parent's alone (children abandon their inherited copy).
 When the database goes away, the parent carries on: the connection is
@@ -19,23 +19,24 @@ import psutil
 from .. import __version__
 from ..errors import UserError
 from ..jobs import Job, JobStatus, Lease, NewJob
+from ..limits.declared import handled_types
 from ..limits.rules import LimitRule, LimitUsage
 from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
 from ..store.contract import HeldJob, QueueFigures, Store
+from ..store.registry_rows import Published
 from ..store.views import MinuteCounts
 from ..worker.parent_pulse import ParentPulse
 from .children import ChildProcess, RunningJob
 from .decisions import holder_may_run
 from .heartbeat import HeartbeatWatch, children_text
 from .limits import SupervisorLimits
-from .rollup import Rollup, utc_minute
+from .rollup import Rollup
 from .strays import StrayChecks, spare
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
-ROLLUP_MARGIN = 0.5         # seconds into a minute before the one just over is written
 
 Result = TypeVar("Result")
 # Why we wrote a job's completion when its child was forked with it (leases.py too).
@@ -104,19 +105,21 @@ class Upkeep:
         self.next_recover_at = self.next_beat_at = self.next_control_at = 0.0
         self.process_id = 0   # our id in the process registry once registered (ids start at 1)
         self.rollup = Rollup()
-        self.next_rollup_at = 0.0   # monotonic: the next minute's start
+        self.next_rollup_at = 0.0   # monotonic
         self.limits = SupervisorLimits()   # the limits in force here (limits.py)
         self.wakeup_address = ""   # the UDP address we listen on for rings ("": none)
         self.strays = StrayChecks()   # after a reconnection (strays.py)
         self.reconnected = False   # since the loop last looked: children may boot again
         self.heartbeat = HeartbeatWatch(time.monotonic())   # holding: take no new jobs
         self.last_error = ""   # why the last database call failed (heartbeat_failing says it)
+        self.publish_due = False   # after a reload: the row's job types and interval are old
 
     def reconfigure(self, config: Any) -> None:
         if config.dsn != self.config.dsn:
             self.close()
         self.config = config
         self.limits.declared()   # a reload's: published on the next pass
+        self.publish_due = True   # and in the registry, with the next heartbeat
 
     def connection_id(self) -> Optional[int]:
         getter = getattr(self.store, "connection_id", None)
@@ -249,19 +252,19 @@ class Upkeep:
         return self._with_store(lambda store: store.enqueue(new_job))
 
     def write_rollup_when_due(self, now: float) -> None:
-        """Once a minute, write the rollup's minutes that are over; what a failed write
-        kept waits for the next minute."""
+        """Every heartbeat interval, write the rollup's rows counted since the last write
+        (the minute under way too: the dashboard's last hour and charts show a job
+        seconds after it ends); what a failed write kept waits for the next."""
         if now < self.next_rollup_at:
             return
-        # Just after the next minute starts by this host's clock, which stamps the counts.
-        self.next_rollup_at = now + 60.0 - time.time() % 60.0 + ROLLUP_MARGIN
-        self._write_rollup(self.rollup.due(utc_minute()))
+        self.next_rollup_at = now + self.config.heartbeat_interval
+        self._write_rollup(self.rollup.unsaved())
 
     def flush_rollup(self) -> None:
-        """At a clean stop: write every count kept, the last partial minute too (one
-        try, reconnecting at once if need be); log what could not be written."""
+        """At a clean stop: write every count not yet written (one try, reconnecting at
+        once if need be); log what could not be written."""
         self.retry_at = 0.0
-        due = self.rollup.due(None)
+        due = self.rollup.unsaved()
         if not self._write_rollup(due):
             event("rollup_unwritten", level=logging.WARNING, jobs=sum(
                 row.done + row.failed for rows in due.values() for row in rows))
@@ -293,7 +296,9 @@ class Upkeep:
             self.strays.rejoined(self.process_id)
         started = time.monotonic()
         self.process_id = store.register_process(
-            socket.gethostname(), os.getpid(), self.config.queues, workers, __version__)
+            socket.gethostname(), os.getpid(), self.config.queues, workers, __version__,
+            self.published())
+        self.publish_due = False
         self.pulse.beat(started)   # a first heartbeat, for the children (worker/parent_pulse.py)
         listening: dict[str, Any] = {}   # Any: never taken for `level`
         if self.wakeup_address:   # under this id: a rejoin publishes it again
@@ -313,6 +318,7 @@ class Upkeep:
             self.process_id, self.config.queues, workers, described) else "pruned")
         if beat == "alive":
             self.pulse.beat(now)
+            self.publish_when_due()
         for process_id, jobs in self._with_store(lambda store: store.prune_silent(
                 self.config.supervisor_timeout, spare=holder_still_runs)) or []:
             event("supervisor_pruned", level=logging.WARNING, process_id=process_id,
@@ -324,6 +330,18 @@ class Upkeep:
         self.next_beat_at = now + self.heartbeat.record(now, beat == "alive" or rejoined,
                                                         self.config, self.last_error)
         return rejoined
+
+    def published(self) -> Published:
+        """What the registry row says of us beside the heartbeat: the job types handled
+        here (limits.declared.handled_types) and the heartbeat interval."""
+        return Published.of(handled_types(), self.config.heartbeat_interval)
+
+    def publish_when_due(self) -> None:
+        """After a reload, put its job types and interval in our row (again on the next
+        heartbeat while the database is away)."""
+        if self.publish_due and self._with_store(
+                lambda store: store.publish(self.process_id, self.published())) is not False:
+            self.publish_due = False
 
     def control_when_due(self, now: float
                          ) -> Optional[tuple[datetime, Optional[datetime], Any]]:

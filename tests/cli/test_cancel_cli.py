@@ -123,15 +123,15 @@ def test_retry_reruns_cancelled_jobs_by_id_and_with_all_only_when_asked(queue_ds
     assert job.id == dead and s.fail(job, "Boom", Decision(dead=True, delay=0))
 
     by_id = run_cli("retry", str(first), dsn=queue_dsn)
-    assert by_id.returncode == 0 and by_id.stdout == "retried 1 jobs\n"
+    assert by_id.returncode == 0 and by_id.stdout == "retried 1 job\n"
     assert statuses(s, first, second) == ["ready", "cancelled"]
     dead_only = run_cli("retry", "--all", dsn=queue_dsn)
-    assert dead_only.stdout == "retried 1 jobs\n"
+    assert dead_only.stdout == "retried 1 job\n"
     assert statuses(s, second, dead) == ["cancelled", "ready"]
     assert_refused(run_cli("retry", str(second), "--cancelled", dsn=queue_dsn), "--all")
     assert statuses(s, second) == ["cancelled"]
     with_cancelled = run_cli("retry", "--all", "--cancelled", dsn=queue_dsn)
-    assert with_cancelled.stdout == "retried 1 jobs\n"
+    assert with_cancelled.stdout == "retried 1 job\n"
     row = s.get(second)
     assert (row["status"], row["attempts"], row["finished_at"]) == ("ready", 0, None)
 
@@ -143,7 +143,7 @@ def test_prune_removes_old_cancelled_jobs_with_the_dead_ones(queue_dsn, s, db):
     db.sleep(0.2)
     result = run_cli("prune", "--dead-older-than", "0.1s", dsn=queue_dsn)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["deleted 0 dead jobs", "deleted 1 cancelled jobs",
+    assert result.stdout.splitlines() == ["deleted 0 dead jobs", "deleted 1 cancelled job",
                                           "deleted 0 old supervisor records"]
     assert s.get(cancelled) is None and statuses(s, kept) == ["ready"]
     only_done = run_cli("prune", "--done-older-than", "0s", dsn=queue_dsn)

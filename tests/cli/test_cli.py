@@ -299,7 +299,7 @@ def test_failed_lists_dead_jobs_without_payloads_and_retry_puts_them_back(migrat
         == set(dead_ids)
 
     retry_one = run_cli("retry", str(dead_ids[0]), dsn=migrated)
-    assert retry_one.stdout.strip() == "retried 1 jobs"
+    assert retry_one.stdout.strip() == "retried 1 job"
     row = job_row(clean_db, dead_ids[0])
     assert (row["status"], row["attempts"], row["finished_at"]) == ("ready", 0, None)
     assert job_row(clean_db, dead_ids[1])["status"] == "dead"
@@ -470,7 +470,7 @@ def test_worker_account_from_grants_can_enqueue_and_work_but_not_delete_or_drop(
         statuses = {job_row(clean_db, int(r.stdout))["status"] for r in (first, second)}
         assert statuses == {"done"} and job_row(clean_db, int(dead.stdout))["status"] == "dead"
         retried = run_cli("retry", "--all", dsn=dsn, PREFORK_QUEUE_DB_PASSWORD=password)
-        assert retried.stdout.strip() == "retried 1 jobs", retried.stderr
+        assert retried.stdout.strip() == "retried 1 job", retried.stderr
         assert password not in work.stderr + first.stderr + retried.stderr
 
         wrong = run_cli("enqueue", "noop", dsn=dsn, PREFORK_QUEUE_DB_PASSWORD="wrong")

@@ -314,7 +314,7 @@ def test_a_commands_help_shows_its_settings_and_config_help_shows_all():
     assert enqueue.returncode == 0, enqueue.stderr
     for flag in ("--queue", "--key", "--dsn", "--max-attempts", "--app", "--log-level"):
         assert f"  {flag} " in enqueue.stdout, flag
-    for flag in ("--workers", "--dashboard-bind", "--reload", "--heartbeat-interval"):
+    for flag in ("--workers", "--dashboard-bind", "--reload", "--supervisor-timeout"):
         assert flag not in enqueue.stdout, flag
     every = run_cli("config", "--help")
     assert every.returncode == 0, every.stderr

@@ -16,6 +16,7 @@ from prefork.doctor.grants import judge
 from prefork.doctor.mysql import judge_skew, server_check
 from prefork.doctor.plans import judge_rows
 from prefork.doctor.sqlite import judge_plan
+from prefork.jobs import new_job
 from prefork.store.mysql.server import parse_version
 
 DATABASE_EXIT = 3
@@ -59,8 +60,24 @@ def test_doctor_passes_on_the_local_mariadb_in_both_dialects(migrated, sql_diale
     assert checks["dialect"][1].startswith(f"{sql_dialect} (dialect = {sql_dialect}")
     assert "ix_prefork_jobs_claim" in checks["claim plan"][1]
     assert checks["isolation"][1].startswith("READ-COMMITTED")
-    assert checks["round trip"][1].endswith("removed")
+    assert "; removed (an id is never reused" in checks["round trip"][1]
     assert scratch_jobs(database) == 0   # neither the plan's jobs nor the round trip's stay
+
+
+def test_on_a_fresh_database_doctor_takes_one_job_id_and_says_so(migrated, clean_db, store):
+    """The plans' 200 scratch jobs go into a temporary copy of prefork_jobs: only the
+    round trip's job takes an id of the real table (a rolled-back insert would move
+    its AUTO_INCREMENT on all the same), and its line says so."""
+    result = doctor("--json", dsn=migrated)
+    assert result.returncode == 0, result.stdout + result.stderr
+    checks = checks_of(result)
+    for plan in ("claim plan", "completion plan"):
+        assert checks[plan][0] == "ok" and "ids on" not in checks[plan][1], checks[plan]
+    assert checks["round trip"][1].startswith("job 1 enqueued, claimed and completed")
+    assert checks["round trip"][1].endswith("removed (an id is never reused: the next job's "
+                                            "is above 1)")
+    assert store().enqueue(new_job("noop")) == 2
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_jobs") == 1
 
 
 def test_doctor_prints_one_line_per_check(migrated):
@@ -185,6 +202,10 @@ def test_the_least_privileged_worker_passes_and_its_scratch_job_is_left_done(wor
     assert result.returncode == 0, result.stdout + result.stderr
     checks = checks_of(result)
     assert checks["privileges"][0] == "ok", checks["privileges"]
+    for plan in ("claim plan", "completion plan"):   # no temporary table: the real one's ids
+        assert checks[plan][0] == "ok", checks[plan]
+        assert "the 200 scratch jobs, rolled back, moved prefork_jobs' ids on by 200 (this " \
+               "account may not create a temporary table" in checks[plan][1]
     status, detail = checks["round trip"]
     assert status == "ok"
     assert "is left done in queue prefork-doctor-" in detail and "prune" in detail
@@ -222,7 +243,8 @@ def test_doctor_passes_on_a_sqlite_file(sqlite_migrated):
                             "round trip"]
     assert {status for status, _ in checks.values()} == {"ok"}
     assert "ix_prefork_jobs_claim" in checks["claim plan"][1]
-    assert checks["round trip"][1].endswith("removed")
+    assert checks["round trip"][1].endswith("removed (an id is never reused: the next "
+                                            "job's is above 1)")
 
 
 def test_a_missing_sqlite_file_fails_the_schema_check_and_is_not_created(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from prefork.cli import status_report as status_report
 from prefork.jobs import new_job
 from prefork.retry import Decision
+from prefork.store.registry_rows import MAX_JOB_TYPES_BYTES, Published, job_types
 
 WORKER = "host-a:10"
 CLOCK_SLACK = 2.0   # seconds between this host's clock and the database's
@@ -38,6 +39,35 @@ def test_a_silent_supervisor_is_pruned_and_its_jobs_come_back(backend_store, db)
     assert db.row(other)["status"] == "reserved"   # the live supervisor's job stays
     s.stop_process(alive)
     assert status_report.build(s.status(), heartbeat_interval=5.0)["supervisors"] == []
+
+
+def test_the_registry_holds_each_supervisors_job_types_and_interval(backend_store, db):
+    """What a supervisor publishes (issue 28): at registration, again after a reload (a
+    pruned row is left alone), NULL from a release that publishes nothing, and no list
+    at all past the bound (its supervisor may then handle any type)."""
+    s = backend_store()
+    listed = s.register_process("host-a", 1, ["default", "mail"], 2, "0.2.0",
+                                Published.of(["b.two", "a.one", "b.two"], 1.0))
+    silent = s.register_process("host-b", 2, ["default"], 2, "0.1.0")
+    many = [f"type.{n:06d}.{'x' * 100}" for n in range(MAX_JOB_TYPES_BYTES // 100)]
+    unlisted = s.register_process("host-c", 3, ["default"], 2, "0.2.0",
+                                  Published.of(many, 2.5))
+    rows = {(row["queues"], row["job_types"], row["heartbeat_interval"])
+            for row in s.running_handlers()}
+    assert rows == {("default,mail", "a.one,b.two", 1.0), ("default", None, None),
+                    ("default", None, 2.5)}
+    assert all(row["heartbeat_age_s"] < 60 for row in s.running_handlers())
+    assert job_types("a.one,b.two") == {"a.one", "b.two"} and job_types(None) is None
+
+    s.publish(listed, Published.of(["c.three"], 3.0))   # after a reload
+    db.sleep(0.3)
+    assert s.prune_silent(0.2, limit=10) != []   # every row here is silent: pruned
+    s.publish(unlisted, Published.of(["d.four"], 4.0))   # pruned: left alone
+    assert s.running_handlers() == []
+    found = {process: tuple(db.scalar(f"SELECT {column} FROM prefork_processes WHERE id = %s",
+                                      (process,)) for column in ("job_types", "heartbeat_interval"))
+             for process in (listed, silent, unlisted)}
+    assert found == {listed: ("c.three", 3.0), silent: (None, None), unlisted: (None, 2.5)}
 
 
 def test_a_paused_queue_is_not_claimed_and_resumes(backend_store):

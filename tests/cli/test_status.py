@@ -78,6 +78,61 @@ def test_a_killed_supervisor_shows_stale_with_its_last_workers_as_of_then(tmp_pa
         assert "STALE" not in alive_line and "as of" in alive_line
 
 
+def test_a_supervisor_is_stale_by_its_own_heartbeat_interval_not_the_readers(tmp_path,
+                                                                             queue_dsn):
+    """Issue 28: killed, a supervisor run with --heartbeat-interval 1 is stale once two of
+    its own heartbeats are missed, to a `status` run with the default interval (5 s) and
+    to one whose interval would wait twenty minutes."""
+    with supervisor_starter(tmp_path, queue_dsn, "--app", "ledger_app", *REGISTRY) as start:
+        doomed = start("--workers", "1")
+        doomed.wait_event("supervisor_registered")
+        children = [child.pid for child in doomed.children()]
+        os.killpg(doomed.pid, signal.SIGKILL)
+        wait_gone([doomed.pid] + children)
+
+        def seen_by(*reader):
+            result = run_cli("status", "--json", *reader, dsn=queue_dsn)
+            assert result.returncode == 0, result.stderr
+            (sup,) = json.loads(result.stdout)["supervisors"]
+            return sup
+
+        def stale_to_both():   # no flag: the default 5 s; and a reader of 600 s
+            seen = [seen_by(), seen_by("--heartbeat-interval", "600")]
+            return seen if all(sup["stale"] for sup in seen) else None
+
+        seen = wait_until(stale_to_both, timeout=60, interval=0.5,
+                          message="the killed supervisor stale to both readers")
+        assert all(sup["heartbeat_interval_s"] == 1.0 and sup["heartbeat_age_s"] > 2
+                   for sup in seen)
+        (line,) = [line for line in run_cli("status", dsn=queue_dsn).stdout.splitlines()
+                   if f":{doomed.pid} " in line]
+        assert "STALE: no heartbeat for" in line
+
+
+def test_status_columns_are_as_wide_as_their_longest_queue_name(queue_dsn):
+    """Issue 28: a long queue name widens its column; every count stays under its title."""
+    store = open_store(config_module.load({"dsn": queue_dsn}, environ={}))
+    try:
+        long_name = "prefork-doctor-ce75dc3e-and-then-some-more"
+        for queue, count in (("default", 3), (long_name, 12)):
+            for _ in range(count):
+                store.enqueue(new_job("noop", queue=queue))
+    finally:
+        store.close()
+    lines = status(queue_dsn).splitlines()
+    header = next(line for line in lines if line.startswith("QUEUE "))
+    rows = [line for line in lines if line.startswith(("default ", long_name))]
+    assert len(rows) == 2
+    ends = [header.index(title) + len(title) for title in
+            ("READY", "DELAYED", "RESERVED", "DEAD", "CANCELLED", "DONE/1H", "JOBS/MIN",
+             "OLDEST READY")]
+    for row in rows:   # each count ends where its title does (right-aligned), after the name
+        assert len(row) == len(header), (header, row)
+        for end in ends:
+            assert row[end - 1] != " " and (end == len(row) or row[end] == " "), (header, row)
+    assert header.index("READY") > len(long_name)
+
+
 def title(pid):
     """A process's whole title (`ps` cuts it to its width)."""
     with open(f"/proc/{pid}/cmdline", "rb") as handle:

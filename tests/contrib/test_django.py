@@ -159,7 +159,7 @@ def test_results_go_with_their_jobs(project):
     def prune():   # once the job is a second old
         pruned = project.cli("prune", "--done-older-than", "1s")
         assert pruned.returncode == 0, pruned.stderr
-        return "deleted 1 done jobs" in pruned.stdout
+        return "deleted 1 done job" in pruned.stdout
     wait_until(prune, timeout=60, interval=0.2, message="the done job pruned")
     assert _result_rows(project) == 1
     discarded = project.cli("discard", dead)

@@ -10,6 +10,7 @@ full scan and no sort. The rollup is checked against what a real supervisor ran
 """
 import signal
 import socket
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -25,13 +26,15 @@ from harness import SupervisorProcess
 from throwaway_db import throwaway_mariadb  # noqa: F401  (a pytest fixture)
 
 from prefork import config as config_module
+from prefork.dashboard import data
 from prefork.errors import UserError
-from prefork.jobs import JobStatus, new_job
+from prefork.jobs import JobStatus, new_job, utc_now
 from prefork.store import job_search
 from prefork.store.mysql.dashboard import FIND_STATEMENTS as MYSQL_FIND
 from prefork.store.mysql.dashboard_queries import DEAD_COUNTS, ROLLUP_LAST_HOUR, THROUGHPUT
 from prefork.store.mysql.store import MySQLStore
-from prefork.store.sqlite.file import parse_dsn
+from prefork.store.registry_rows import Published
+from prefork.store.sqlite.file import parse_dsn, stamp
 from prefork.store.sqlite.store import SQLiteStore
 from prefork.store.views import JobFilter, MinuteCounts, MinutePoint, QueueOverview
 
@@ -219,6 +222,26 @@ def test_paging_has_no_gap_nor_repeat_while_jobs_change(dash):
     assert still_dead <= set(dead) and retried
 
 
+def test_a_supervisor_is_stale_on_the_dashboard_by_its_own_heartbeat_interval(dash):
+    """Issue 28: silent for 3 s, a supervisor beating every second is stale to a
+    dashboard whose own interval is 600 s; one that published no interval (an older
+    release) is judged by the dashboard's."""
+    quick = dash.store.register_process("web-1", 1, ["default"], 2, "0.2.0",
+                                        Published.of(["noop"], 1.0))
+    unknown = dash.store.register_process("web-2", 2, ["default"], 2, "0.1.0")
+    if dash.case == "sqlite":
+        dash.raw.execute("UPDATE prefork_processes SET heartbeat_at = %s",
+                         (stamp(utc_now() - timedelta(seconds=3)),))
+    else:
+        dash.raw.execute("UPDATE prefork_processes"
+                         " SET heartbeat_at = UTC_TIMESTAMP(6) - INTERVAL 3 SECOND")
+    shown = {sup["id"]: sup for sup in data.supervisors(dash.store, 600.0)}
+    assert (shown[quick]["stale"], shown[quick]["heartbeat_interval_s"]) == (True, 1.0)
+    assert (shown[unknown]["stale"], shown[unknown]["heartbeat_interval_s"]) == (False, 600.0)
+    assert [sup["stale"] for sup in data.overview(dash.store, 600.0)["supervisors"]] == \
+        [True, False]
+
+
 def test_overview_counts_live_jobs_and_the_rollups_last_hour(dash):
     store = dash.store
     for n in range(4):
@@ -390,10 +413,10 @@ def expected_rollup(dash):
     return expected
 
 
-def run_supervisor(tmp_path, dash, name="sup"):
+def run_supervisor(tmp_path, dash, *args, name="sup"):
     sup = SupervisorProcess(tmp_path, dash.dsn, "--app", "dashboard_app", "--workers", "2",
                             "--queues", "default,other", "--max-crashes", "1",
-                            "--poll-interval", "0.2", name=name)
+                            "--poll-interval", "0.2", *args, name=name)
     sup.wait_event("supervisor_started")
     return sup
 
@@ -425,6 +448,57 @@ def test_the_rollup_counts_what_a_supervisor_ran(dash, tmp_path):
         (process_id, socket.gethostname())}
 
 
+BURST = 30   # jobs done and jobs dead in each burst
+
+
+def test_the_overview_and_charts_show_jobs_while_their_minute_is_under_way(dash, tmp_path):
+    """Issue 28: 30 done and 30 dead jobs are in the overview's last hour and in the
+    charts while the minute they ended in is under way: the supervisor writes the
+    minute so far every heartbeat, not once it is over. Shown while their minute is
+    under way proves it, however long the jobs took; a burst that ends too near the
+    end of its minute to tell is followed by another."""
+    sup = run_supervisor(tmp_path, dash)
+    try:
+        for burst in range(1, 4):
+            wait_until(lambda: utc_now().second < 40, timeout=25, interval=0.2,
+                       message="the first 40 s of a minute")
+            enqueue_all(dash.store, [("dash.ok", {}, "default"), ("dash.poison", {}, "default")]
+                        * BURST)
+            seen_in = wait_until(lambda: shown_in(dash.store, BURST * burst), timeout=120,
+                                 interval=0.2, message=f"burst {burst} on the overview")
+            ended_in = {minute for (minute,) in dash.query(
+                "SELECT DISTINCT minute FROM prefork_minutes")}
+            if seen_in in {_naive(minute) for minute in ended_in}:
+                break
+        else:
+            raise AssertionError("no burst was shown while the minute it ended in was under way")
+    finally:
+        sup.kill_all()
+
+
+def shown_in(store, jobs):
+    """The minute (this host's UTC clock, read after the store answered) in which the
+    default queue's last hour and the chart's points count `jobs` done and `jobs` dead;
+    None while they count fewer."""
+    (figures,) = [item for item in store.queue_overview() if item.queue == "default"] or [None]
+    points = store.throughput(utc_now() - timedelta(hours=1), "default")
+    minute = utc_now().replace(second=0, microsecond=0)
+    counted = (figures.done_last_hour, figures.failed_last_hour) if figures else (0, 0)
+    charted = (sum(point.done for point in points), sum(point.dead for point in points))
+    return minute if counted == (jobs, jobs) and charted == (jobs, jobs) else None
+
+
+def _naive(minute):
+    """A rollup minute as read back (SQLite: text) as a naive datetime."""
+    return datetime.fromisoformat(minute) if isinstance(minute, str) else minute
+
+
+# The rollup is written every heartbeat interval: this one is long enough for the
+# first jobs to settle before their write, and short enough for no hold during the
+# outage (a supervisor holds after two intervals or a third of its timeout).
+SLOW_ROLLUP = ("--heartbeat-interval", "20", "--supervisor-timeout", "120")
+
+
 def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):  # noqa: F811
     server = throwaway_mariadb
     config = config_module.load({"dsn": server.dsn}, environ={})
@@ -433,16 +507,17 @@ def test_a_database_restart_loses_no_rollup_counts(throwaway_mariadb, tmp_path):
     conn = server.connect(database=server.database)
     raw = MySQLTestDatabase(conn, server.database)
     dash = Dash("mariadb", store, server.dsn, raw)
-    sup = run_supervisor(tmp_path, dash)
+    sup = run_supervisor(tmp_path, dash, *SLOW_ROLLUP)
     try:
         enqueue_all(store, JOBS_RUN[:8])
         wait_until(lambda: settled(store), timeout=60, message="the first jobs to settle")
         store.close()
-        finished_in = datetime.utcnow().replace(second=0, microsecond=0)
         server.stop()
-        # Away over the next minute's start: the supervisor's write of this minute fails.
-        wait_until(lambda: datetime.utcnow() >= finished_in + timedelta(minutes=1, seconds=2),
-                   timeout=65, interval=0.5, message="the next minute")
+        stopped_at = time.monotonic()
+        # Away for longer than a rollup interval: the write of those counts fails, and
+        # they are kept for the next one.
+        wait_until(lambda: time.monotonic() - stopped_at > 21, timeout=30, interval=0.5,
+                   message="a rollup interval")
         sup.wait_event("supervisor_db_error", timeout=30)
         server.start()
         store = dash.store = MySQLStore(config)

@@ -21,7 +21,7 @@ TUTORIAL_CHECKS = {
     "enqueue-examples": lambda out: out == "1\n2\n3\n4\n",
     "dead-job": lambda out: bool(re.search(r"^\s*3\s+default\s+fail-n-times\s+2\s", out, re.M)
                                  and '"status": "dead"' in out),
-    "retried": lambda out: out == "retried 1 jobs\n",
+    "retried": lambda out: out == "retried 1 job\n",
     "mysql-report": lambda out: bool(re.search(r"workers 8/8 as of ", out)
                                      and re.search(r"^default\s+0\s+0\s+0\s+0\s+0\s+1\s", out, re.M)
                                      and f"report-7\t{REPORT_ROW}\n" in out),

@@ -202,7 +202,7 @@ def test_retry_max_attempts_gives_a_dead_job_more_attempts(queue, db):
         assert refused.stderr.count("\n") == 1 and db.row(job_id)["status"] == "dead"
 
     retried = run_cli("retry", str(job_id), "--max-attempts", "3", dsn=dsn)
-    assert retried.stdout.strip() == "retried 1 jobs", retried.stderr
+    assert retried.stdout.strip() == "retried 1 job", retried.stderr
     row = db.row(job_id)
     assert (row["status"], row["attempts"], row["max_attempts"]) == ("ready", 0, 3)
     assert run_cli(*WORK, dsn=dsn).returncode == 0

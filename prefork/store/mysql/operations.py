@@ -11,6 +11,7 @@ from typing import Any
 
 from ...jobs import JobStatus
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
+from ..registry_rows import Published, row_values
 from .dashboard_queries import PRUNE_MINUTES
 from .limit_queries import PRUNE_LIMIT_GROUPS
 from .queries import (
@@ -19,23 +20,27 @@ from .queries import (
     DISCARD_DEAD,
     DISCARD_DEAD_RESULTS,
     DONE_SINCE,
-    HEARTBEAT,
-    JOBS_OF,
     LIVE_COUNTS,
-    MARK_PRUNED,
     PAUSED_QUEUES,
     PRUNE_FINISHED,
     PRUNE_FINISHED_RESULTS,
     PRUNE_PROCESSES,
-    REGISTER,
     REQUEST_RESTART,
     RESTART_REQUESTED,
-    RETURN_JOBS_OF,
-    RUNNING_PROCESSES,
     SET_PAUSED,
+    placeholders,
+)
+from .registry_queries import (
+    HEARTBEAT,
+    JOBS_OF,
+    MARK_PRUNED,
+    PUBLISH,
+    REGISTER,
+    RETURN_JOBS_OF,
+    RUNNING_HANDLERS,
+    RUNNING_PROCESSES,
     SILENT,
     STOP,
-    placeholders,
 )
 from .session import MySQLSession, micros
 
@@ -44,10 +49,14 @@ class MySQLOperations(MySQLSession):
     # -- the supervisor registry -----------------------------------------------
 
     def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
-                         version: str) -> int:
+                         version: str, published: Published | None = None) -> int:
         with self.conn.cursor() as cursor:
-            cursor.execute(REGISTER, (host, pid, ",".join(queues), workers, version))
+            cursor.execute(REGISTER, (host, pid, ",".join(queues), workers, version,
+                                      *row_values(published)))
             return cursor.lastrowid
+
+    def publish(self, process_id: int, published: Published) -> None:
+        self._rowcount(PUBLISH, (*row_values(published), process_id))
 
     def heartbeat(self, process_id: int, queues: Sequence[str], workers: int,
                   children_json: str) -> bool:
@@ -98,6 +107,9 @@ class MySQLOperations(MySQLSession):
 
     def running_processes(self) -> list[dict[str, Any]]:
         return self._dicts(RUNNING_PROCESSES, ())
+
+    def running_handlers(self) -> list[dict[str, Any]]:
+        return self._dicts(RUNNING_HANDLERS, ())
 
     def status(self, done_window_seconds: float = 3600) -> StatusRows:
         processes = self.running_processes()

@@ -263,51 +263,6 @@ QUEUE_STATS = (
     " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
-# --- the supervisor registry ---------------------------------------------------------------
-
-REGISTER = (
-    "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"
-    " heartbeat_at) VALUES (%s, %s, 'running', %s, %s, %s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
-
-# Only a running row beats: one that others pruned stays pruned, and its
-# supervisor learns it from the row count.
-HEARTBEAT = (
-    "UPDATE prefork_processes SET heartbeat_at = UTC_TIMESTAMP(6), queues = %s, workers = %s,"
-    " children = %s WHERE id = %s AND state = 'running'")
-
-STOP = ("UPDATE prefork_processes SET state = 'stopped', children = NULL,"
-        " heartbeat_at = UTC_TIMESTAMP(6) WHERE id = %s AND state = 'running'")
-
-SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running'"
-          " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
-          " ORDER BY heartbeat_at LIMIT %s")
-
-# Whoever flips the row to 'pruned' hands back its jobs; the others see 0 rows.
-MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
-               " WHERE id = %s AND state = 'running'"
-               " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
-
-# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# how long ago its claim or last extension was written, by the server's clock.
-# No locking read: RETURN_JOBS_OF checks again what it returns.
-JOBS_OF = (
-    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
-    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
-    " WHERE status = 'reserved' AND process_id = %s")
-
-# Those of them ({ids}) whose holder is gone, as lease expiry would return them
-# (the attempt was used; cancelled when that is pending), but now instead of when
-# each lease runs out.
-RETURN_JOBS_OF = (
-    "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
-    " SET status = IF(cancel_requested_at IS NOT NULL, 'cancelled',"
-    " IF(attempts >= max_attempts, 'dead', 'ready')), last_error = %s,"
-    " lease_token = NULL, lease_until = NULL, available_at = UTC_TIMESTAMP(6),"
-    " finished_at = IF(cancel_requested_at IS NOT NULL OR attempts >= max_attempts,"
-    " UTC_TIMESTAMP(6), NULL), cancel_requested_at = NULL,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'reserved'"
-    " AND process_id = %s")
-
 # --- control, status and pruning -----------------------------------------------------------------
 
 # One round trip per poll: the server's clock, the newest restart request for
@@ -328,12 +283,6 @@ SET_PAUSED = (
     "INSERT INTO prefork_queue_states (queue, paused, updated_at)"
     " VALUES (%s, %s, UTC_TIMESTAMP(6))"
     " ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)")
-
-RUNNING_PROCESSES = (
-    "SELECT id, host, pid, queues, workers, version, children, started_at, heartbeat_at,"
-    " TIMESTAMPDIFF(MICROSECOND, heartbeat_at, UTC_TIMESTAMP(6)) / 1e6 AS heartbeat_age_s"
-    " FROM prefork_processes FORCE INDEX (ix_prefork_processes_state)"
-    " WHERE state = 'running' ORDER BY host, pid")
 
 PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER BY queue"
 

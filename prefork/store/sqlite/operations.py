@@ -11,6 +11,7 @@ from typing import Any
 
 from ...jobs import JobStatus, utc_now
 from ..contract import SILENT_SUPERVISOR_ERROR, HeldJob, StatusRows, spare_none
+from ..registry_rows import Published, row_values
 from .dashboard_queries import PRUNE_MINUTES
 from .file import stamp
 from .limits_queries import PRUNE_LIMIT_GROUPS
@@ -19,22 +20,26 @@ from .queries import (
     COUNT_FINISHED,
     DISCARD_DEAD,
     DONE_SINCE,
-    HEARTBEAT,
-    JOBS_OF,
     LIVE_COUNTS,
-    MARK_PRUNED,
     PAUSED_QUEUES,
     PRUNE_FINISHED,
     PRUNE_PROCESSES,
-    REGISTER,
     REQUEST_RESTART,
-    RETURN_JOBS_OF,
     RETURN_STRAYS,
-    RUNNING_PROCESSES,
     SET_PAUSED,
+    placeholders,
+)
+from .registry_queries import (
+    HEARTBEAT,
+    JOBS_OF,
+    MARK_PRUNED,
+    PUBLISH,
+    REGISTER,
+    RETURN_JOBS_OF,
+    RUNNING_HANDLERS,
+    RUNNING_PROCESSES,
     SILENT,
     STOP,
-    placeholders,
 )
 from .session import SQLiteSession
 
@@ -43,13 +48,16 @@ class SQLiteOperations(SQLiteSession):
     # -- the supervisor registry -----------------------------------------------
 
     def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
-                         version: str) -> int:
+                         version: str, published: Published | None = None) -> int:
         with self._write() as cursor:
             cursor.execute(REGISTER, {"host": host, "pid": pid, "queues": ",".join(queues),
                                       "workers": workers, "version": version,
-                                      "now": stamp(utc_now())})
+                                      "now": stamp(utc_now()), **_published_values(published)})
             assert cursor.lastrowid is not None   # set by the INSERT
             return cursor.lastrowid
+
+    def publish(self, process_id: int, published: Published) -> None:
+        self._write_one(PUBLISH, {"id": process_id, **_published_values(published)})
 
     def heartbeat(self, process_id: int, queues: Sequence[str], workers: int,
                   children_json: str) -> bool:
@@ -101,13 +109,13 @@ class SQLiteOperations(SQLiteSession):
     # -- status and pruning -------------------------------------------------------------
 
     def running_processes(self) -> list[dict[str, Any]]:
-        now = utc_now()
-        processes = self._read_dicts(RUNNING_PROCESSES, {})
+        processes = _with_heartbeat_age(self._read_dicts(RUNNING_PROCESSES, {}))
         for process in processes:
-            for name in ("started_at", "heartbeat_at"):
-                process[name] = datetime.fromisoformat(process[name])
-            process["heartbeat_age_s"] = (now - process["heartbeat_at"]).total_seconds()
+            process["started_at"] = datetime.fromisoformat(process["started_at"])
         return processes
+
+    def running_handlers(self) -> list[dict[str, Any]]:
+        return _with_heartbeat_age(self._read_dicts(RUNNING_HANDLERS, {}))
 
     def status(self, done_window_seconds: float = 3600) -> StatusRows:
         now = utc_now()
@@ -170,6 +178,21 @@ def _held_jobs(cursor: Any, process_id: int, now: datetime) -> list[HeldJob]:
     """The jobs reserved under a supervisor's id, as spare() sees them."""
     return [HeldJob(job_id, worker or "", (now - datetime.fromisoformat(written)).total_seconds())
             for job_id, worker, written in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
+
+
+def _with_heartbeat_age(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Registry rows with heartbeat_at read as a time and heartbeat_age_s (this host's
+    clock: one file is one host's), as MySQL's statements give them."""
+    now = utc_now()
+    for row in rows:
+        row["heartbeat_at"] = datetime.fromisoformat(row["heartbeat_at"])
+        row["heartbeat_age_s"] = (now - row["heartbeat_at"]).total_seconds()
+    return rows
+
+
+def _published_values(published: Published | None) -> dict[str, Any]:
+    """The job types and heartbeat interval as REGISTER and PUBLISH bind them."""
+    return dict(zip(("job_types", "heartbeat_interval"), row_values(published)))
 
 
 def _stamp_ago(seconds: float) -> str:

@@ -198,44 +198,6 @@ FOREIGN_HOLDER = (
     "SELECT locked_by FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
     " WHERE status = 'reserved' AND substr(locked_by, 1, length(:prefix)) <> :prefix LIMIT 1")
 
-# --- the supervisor registry ------------------------------------------------------------------
-
-REGISTER = (
-    "INSERT INTO prefork_processes (host, pid, state, queues, workers, version, started_at,"
-    " heartbeat_at) VALUES (:host, :pid, 'running', :queues, :workers, :version, :now, :now)")
-
-# Only a running row beats: one that others pruned stays pruned, and its
-# supervisor learns it from the row count.
-HEARTBEAT = (
-    "UPDATE prefork_processes SET heartbeat_at = :now, queues = :queues, workers = :workers,"
-    " children = :children WHERE id = :id AND state = 'running'")
-
-STOP = ("UPDATE prefork_processes SET state = 'stopped', children = NULL, heartbeat_at = :now"
-        " WHERE id = :id AND state = 'running'")
-
-SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running' AND heartbeat_at < :since"
-          " ORDER BY heartbeat_at LIMIT :limit")
-
-MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
-               " WHERE id = :id AND state = 'running' AND heartbeat_at < :since")
-
-# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# when its claim or last extension was written.
-JOBS_OF = ("SELECT id, locked_by, updated_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
-           " WHERE status = 'reserved' AND process_id = :id")
-
-# Those of them ({ids}) whose holder is gone, as lease expiry would return them
-# (the attempt was used), but now instead of when each lease runs out.
-RETURN_JOBS_OF = (
-    "UPDATE prefork_jobs"
-    " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
-    " WHEN attempts >= max_attempts THEN 'dead' ELSE 'ready' END,"
-    " last_error = :error, lease_token = NULL, lease_until = NULL, available_at = :now,"
-    " updated_at = :now,"
-    " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
-    " THEN :now END, cancel_requested_at = NULL"
-    " WHERE id IN ({ids}) AND status = 'reserved' AND process_id = :id")
-
 # --- control, status and pruning -----------------------------------------------------------------
 
 # The newest restart request for this host, and the paused queues (the clock
@@ -251,10 +213,6 @@ REQUEST_RESTART = (
 SET_PAUSED = (
     "INSERT INTO prefork_queue_states (queue, paused, updated_at) VALUES (:queue, :paused, :now)"
     " ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at")
-
-RUNNING_PROCESSES = (
-    "SELECT id, host, pid, queues, workers, version, children, started_at, heartbeat_at"
-    " FROM prefork_processes WHERE state = 'running' ORDER BY host, pid")
 
 PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER BY queue"
 
