@@ -36,10 +36,12 @@ from .cancellation import CancelReport
 from .client import Client, Connection, cancel, enqueue, notify
 from .errors import JobCancelled, LeaseLost, PermanentError
 from .jobs import Job
-from .registry import handler
+from .registry import handler, on_dead, on_failure, on_success
+from .worker.attempt import JobAttempt
 
 # The one version literal is setup.cfg's; an installed package (wheel or editable) has it
 # in its metadata.
 __version__ = metadata.version("prefork-queue")
 __all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
-           "PermanentError", "LeaseLost", "JobCancelled"]
+           "PermanentError", "LeaseLost", "JobCancelled",
+           "on_success", "on_failure", "on_dead", "JobAttempt"]

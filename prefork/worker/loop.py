@@ -19,6 +19,7 @@ from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
+from .hooks import HookRunner
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
@@ -48,6 +49,7 @@ class Worker:
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
         self.policy = RetryPolicy.from_config(config)
         self.errors = ErrorWriter(config.error_detail, config.password())
+        self.hooks = HookRunner(config.hook_timeout, self.errors, registry.hooks_for)
         self.identity = current_host_pid()
         self.waker = waker or Waker()
         # (first, longest) sleep when no job is ready, doubling in between.
@@ -130,8 +132,10 @@ class Worker:
                 self.limited.woke(woken)
                 continue
             idle_sleep = self.idle_sleeps[0]
+            ran = job
             outcome, job, queue_empty = self.process(job, chain_next)
             self.listener.idle(outcome)
+            self.hooks.run(ran, outcome)   # committed, and the owner told: see hooks.py
             if job is None and enough():
                 break
         self.release_held()
@@ -240,11 +244,13 @@ class Worker:
             return Outcome.DONE, None, False
         if self.parent_completes:
             return Outcome.UNSAVED, None, False
-        if self.held and self.supervised:
+        if self.held and self.supervised and not self.hooks.wanted(Outcome.DONE):
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return Outcome.UNSAVED, None, False
-        return self.complete_batch(job, started, not self.held and chain_next())
+        # A success hook runs before the next job: none may be claimed with it, unreported.
+        return self.complete_batch(job, started, not self.held and chain_next()
+                                   and not self.hooks.wanted(Outcome.DONE))
 
     def complete_batch(self, job: Job, started: float, claim_next: bool
                        ) -> tuple[Outcome, Optional[Job], bool]:
@@ -292,7 +298,9 @@ class Worker:
                                                    self.policy)
         ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
         error = str(exc) if ours else self.errors.describe(exc)
-        return self.record_failure(job, error, decision, self.errors.traceback(exc))
+        outcome = self.record_failure(job, error, decision, self.errors.traceback(exc))
+        self.hooks.failed(job, outcome, exc, error, decision.delay)
+        return outcome
 
     def run_handler(self, job: Job) -> None:
         handler = registry.lookup(job.type)
