@@ -166,11 +166,13 @@ def _c_fflush() -> Optional[Callable[[Optional[int]], int]]:
 
 
 def _flush_buffers(fflush: Optional[Callable[[Optional[int]], int]]) -> None:
-    """Write out what Python's sys.stdout and sys.stderr, and C's stdio, hold."""
+    """Write out what C's stdio, and Python's sys.stdout and sys.stderr, hold. C's
+    first: it may hold whole lines written long ago, Python's (line buffered) only
+    the start of a line."""
+    if fflush is not None:
+        fflush(None)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:   # a stream a handler replaced or broke is not ours to mend
             pass
-    if fflush is not None:
-        fflush(None)

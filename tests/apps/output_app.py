@@ -24,9 +24,12 @@ def write_everywhere(job):
 
 @prefork.handler("output.flood")
 def flood(job):
+    """payload['lines'] lines, one overlong line, then payload['after'] lines more."""
     for number in range(job.payload["lines"]):
         print(f"line {number}")
     print("x" * 5000)
+    for _ in range(job.payload["after"]):
+        print("after")
 
 
 @prefork.handler("output.fail")
