@@ -168,15 +168,14 @@ def _open_store(spec: ChildSpec) -> Any:
 
 def _run_handed(worker: Worker, pipe: "PipeListener") -> None:
     """Run the job the parent claimed for us (held until now). Its completion is the
-    parent's to write when it simply succeeds; whatever else it needs (its
-    transaction, a failure to record) goes through our own store, which connects
-    for it."""
+    parent's to write when it simply succeeds (unless a success hook waits for it);
+    whatever else it needs (its transaction, a failure to record) goes through our own
+    store, which connects for it."""
     event("worker_started", queues=",".join(worker.config.queues), worker=worker.identity)
     worker.cancels.receive(worker.held)   # cancels sent before our handler was set
     job = worker.held.popleft()
     job.bind(worker.store)
-    # A success hook runs once the completion is committed: we write it then.
-    worker.parent_completes = not worker.hooks.wanted(Outcome.DONE)
+    worker.parent_completes = not worker.hooks.completes_alone()
     outcome = worker.process(job)[0]
     if worker.hooks.wanted(outcome):   # the parent learns the job ended before they run
         pipe.send(protocol.Idle(outcome))

@@ -95,8 +95,7 @@ def execute(argv: list[str], job: Job, cwd: str | None,
               command_pid=proc.pid)
         stdout, stderr = _pipes(proc)
         try:
-            relay_output(proc, OutputLog(Event.COMMAND_OUTPUT, Event.COMMAND_OUTPUT_TRUNCATED,
-                                         {"job_id": job.id, "type": job.type}),
+            relay_output(proc, OutputLog({"job_id": job.id, "type": job.type}, command=True),
                          on_exit=lambda: _signal_group(pgid, signal.SIGKILL))
             status = proc.wait()
         finally:

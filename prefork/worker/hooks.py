@@ -13,6 +13,7 @@ import queue
 import signal
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Optional
 
 from ..events import Event
@@ -44,13 +45,18 @@ class HookRunner:
         """Are there hooks to run after an attempt that ended in `outcome`?"""
         return bool(self.lookup(outcome))
 
-    def failed(self, job: Job, outcome: Outcome, exc: BaseException, error: str,
-               retry_in: float) -> None:
-        """Remember the failure just recorded (outcome retry or dead; another outcome,
-        such as a lost lease, runs no hook) for run()."""
-        self.failure = JobAttempt.of(job, outcome, exception=exc, error=error,
-                                     retry_in=retry_in if outcome is Outcome.RETRY else None) \
-            if outcome in FAILURES else None
+    def completes_alone(self) -> bool:
+        """Must the worker write each completion at once, on its own? With success hooks:
+        a completion may wait neither for its batch's last job nor for the parent (a
+        hook runs once it is committed), and no next job may be claimed with it (held
+        unreported while the hooks run)."""
+        return self.wanted(Outcome.DONE)
+
+    def failed(self, job: Job, exc: BaseException, error: str, retry_in: float) -> None:
+        """Remember a failure about to be recorded, for run(): its exception, its error
+        as the row keeps it, and when it would run again."""
+        self.failure = JobAttempt.of(job, Outcome.RETRY, exception=exc, error=error,
+                                     retry_in=retry_in)
 
     def run(self, job: Job, outcome: Outcome) -> None:
         """Run the hooks of job's attempt that ended in `outcome`, for at most the
@@ -59,8 +65,11 @@ class HookRunner:
         hooks = self.lookup(outcome)
         if not hooks:
             return
-        attempt = failure if failure is not None and failure.job_id == job.id \
-            else JobAttempt.of(job, outcome)
+        if failure is not None and failure.job_id == job.id and outcome in FAILURES:
+            attempt = replace(failure, outcome=outcome,
+                              retry_in=failure.retry_in if outcome is Outcome.RETRY else None)
+        else:
+            attempt = JobAttempt.of(job, outcome)
         self.hung = [thread for thread in self.hung if thread.alive()]
         if len(self.hung) >= MAX_HUNG:
             event(Event.HOOK_SKIPPED, job_id=job.id, type=job.type, outcome=outcome,

@@ -110,7 +110,7 @@ class Worker:
 
         def chain_next() -> bool:
             return not (self.stopping or enough() or self.limited.first_due()) \
-                and self.may_claim()
+                and self.may_claim() and not self.hooks.completes_alone()
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -244,13 +244,11 @@ class Worker:
             return Outcome.DONE, None, False
         if self.parent_completes:
             return Outcome.UNSAVED, None, False
-        if self.held and self.supervised and not self.hooks.wanted(Outcome.DONE):
+        if self.held and self.supervised and not self.hooks.completes_alone():
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return Outcome.UNSAVED, None, False
-        # A success hook runs before the next job: none may be claimed with it, unreported.
-        return self.complete_batch(job, started, not self.held and chain_next()
-                                   and not self.hooks.wanted(Outcome.DONE))
+        return self.complete_batch(job, started, not self.held and chain_next())
 
     def complete_batch(self, job: Job, started: float, claim_next: bool
                        ) -> tuple[Outcome, Optional[Job], bool]:
@@ -298,9 +296,8 @@ class Worker:
                                                    self.policy)
         ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
         error = str(exc) if ours else self.errors.describe(exc)
-        outcome = self.record_failure(job, error, decision, self.errors.traceback(exc))
-        self.hooks.failed(job, outcome, exc, error, decision.delay)
-        return outcome
+        self.hooks.failed(job, exc, error, decision.delay)
+        return self.record_failure(job, error, decision, self.errors.traceback(exc))
 
     def run_handler(self, job: Job) -> None:
         handler = registry.lookup(job.type)

@@ -24,7 +24,6 @@ import sys
 import threading
 from typing import IO, Any, Callable, Optional
 
-from ..events import Event
 from ..jobs import Job
 from ..logs import LOGGER
 from .output_lines import STREAMS, OutputLog
@@ -128,7 +127,7 @@ class Capture:
 
 def job_log(job: Optional[Job]) -> OutputLog:
     fields = {} if job is None else {"job_id": job.id, "type": job.type}
-    return OutputLog(Event.JOB_OUTPUT, Event.JOB_OUTPUT_TRUNCATED, fields)
+    return OutputLog(fields, command=False)
 
 
 def _log_to(fd: int) -> None:

@@ -15,14 +15,13 @@ STREAMS = ("stdout", "stderr")
 
 
 class OutputLog:
-    """The output of one job (its stdout and stderr) as `line_event` events with
-    `fields` (which name the job), and a `dropped_event` for the lines beyond
-    MAX_LINES."""
+    """The output of one job (its stdout and stderr) as events with `fields` (which name
+    the job): command_output and command_output_truncated for a command job's program
+    (`command`), job_output and job_output_truncated for a worker child's own."""
 
-    def __init__(self, line_event: Event, dropped_event: Event,
-                 fields: Mapping[str, object]) -> None:
-        self.line_event, self.dropped_event = line_event, dropped_event
+    def __init__(self, fields: Mapping[str, object], command: bool) -> None:
         self.fields = dict(fields)
+        self.command = command
         self.logged = self.dropped = 0
         self.pending = {stream: bytearray() for stream in STREAMS}
         self.cutting = {stream: False for stream in STREAMS}   # inside an overlong line
@@ -55,9 +54,10 @@ class OutputLog:
         self.cutting[stream] = False
 
     def report_dropped(self) -> None:
-        if self.dropped:
-            event(self.dropped_event, None, **self.fields, dropped_lines=self.dropped,
-                  max_lines=MAX_LINES)
+        if self.dropped:   # (the level None: the event's own, whatever the fields say)
+            event(Event.COMMAND_OUTPUT_TRUNCATED if self.command
+                  else Event.JOB_OUTPUT_TRUNCATED, None, **self.fields,
+                  dropped_lines=self.dropped, max_lines=MAX_LINES)
 
     def _line(self, stream: str, raw: bytes) -> None:
         if self.logged >= MAX_LINES:
@@ -68,4 +68,5 @@ class OutputLog:
         if len(raw) > MAX_LINE_BYTES:
             raw, fields["truncated"] = raw[:MAX_LINE_BYTES], True
         text = CONTROL_CHARS.sub("?", raw.decode("utf-8", "replace").rstrip("\r"))
-        event(self.line_event, None, **self.fields, stream=stream, line=text, **fields)
+        event(Event.COMMAND_OUTPUT if self.command else Event.JOB_OUTPUT, None, **self.fields,
+              stream=stream, line=text, **fields)
