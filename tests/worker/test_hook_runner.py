@@ -2,31 +2,15 @@
 no more than MAX_HUNG threads (the next attempts' hooks are skipped and logged), and
 once they return the hooks run again. What a hook sees is a copy: changing it changes
 nothing of the job."""
-import logging
 import threading
 
 import pytest
 from conftest import wait_until
 
-from prefork import logs
 from prefork.failures import ErrorWriter
 from prefork.jobs import Job, Outcome
 from prefork.worker import hooks
 from prefork.worker.attempt import JobAttempt
-
-
-@pytest.fixture
-def logged():
-    records = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-
-    keep = Keep()
-    logs.LOGGER.addHandler(keep)
-    yield records
-    logs.LOGGER.removeHandler(keep)
 
 
 def claimed(job_id, payload_text='{"items": [1, 2]}'):
