@@ -133,8 +133,8 @@ def on_success(hook: AnyHook) -> AnyHook:
     seconds (the hooks of one attempt together): one that raises, runs past that
     time or ends its thread is logged (hook_failed, hook_timed_out) and changes
     nothing of the job or the worker. A hook sees a read-only record, never the
-    store. A job type with success hooks writes each completion on its own (no batch
-    of completions waits for its last job).
+    store. With a success hook registered, each completion is written on its own, at
+    once (no batch of completions waits for its last job).
     """
     return _registered(_success_hooks, hook)
 

@@ -22,7 +22,7 @@ import select
 import signal
 import sys
 import threading
-from typing import IO, Any, Callable, Optional
+from typing import IO, Any, Callable, Iterable, Optional
 
 from ..jobs import Job
 from ..logs import LOGGER
@@ -63,7 +63,6 @@ class Capture:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()   # one reader at a time: the thread, or a settling
-        self.fflush = _c_fflush()
         self.log = job_log(None)
         _log_to(os.dup(2))
         self.pipes: dict[int, str] = {}   # read end -> stream name
@@ -73,6 +72,7 @@ class Capture:
             os.close(write_end)
             os.set_blocking(read_end, False)
             self.pipes[read_end] = stream
+        self.waiting = _poller(self.pipes)   # a settling's look at what waits in the pipes
         # New objects, line buffered: a line printed reaches the pipe at once, and what
         # the parent had buffered in the inherited ones is not written a second time.
         sys.stdout = _line_buffered(1, sys.stdout)
@@ -84,9 +84,7 @@ class Capture:
     def read_forever(self) -> None:
         # The child's signals are the main thread's: none may interrupt us instead.
         signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        poller = select.poll()
-        for fd in self.pipes:
-            poller.register(fd, select.POLLIN)
+        poller = _poller(self.pipes)
         while True:
             for fd, _ in poller.poll():
                 with self.lock:
@@ -113,16 +111,23 @@ class Capture:
     def switch(self, job: Optional[Job]) -> None:
         """Settle the output written until now with the current job, then log what
         follows with `job`."""
-        _flush_buffers(self.fflush)
+        _flush_buffers()
         with self.lock:
-            for fd in list(self.pipes):
-                for _ in range(MAX_SETTLE_READS):
-                    if self.read(fd) < READ_SIZE:
-                        break
+            for fd, _ in self.waiting.poll(0):
+                self.drain(fd)
             for stream in STREAMS:
                 self.log.finish(stream)
             self.log.report_dropped()
             self.log = job_log(job)
+
+    def drain(self, fd: int) -> None:
+        """Read what the pipe holds (at most MAX_SETTLE_READS reads); forget a pipe
+        closed for good (by this read or the reader thread's)."""
+        for _ in range(MAX_SETTLE_READS):
+            if fd not in self.pipes or self.read(fd) < READ_SIZE:
+                break
+        if fd not in self.pipes:
+            self.waiting.unregister(fd)
 
 
 def job_log(job: Optional[Job]) -> OutputLog:
@@ -154,6 +159,13 @@ def _line_buffered(fd: int, old: Optional[IO[str]]) -> IO[str]:
                 errors=getattr(old, "errors", None) or "backslashreplace")
 
 
+def _poller(fds: Iterable[int]) -> "select.poll":
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return poller
+
+
 def _c_fflush() -> Optional[Callable[[Optional[int]], int]]:
     """libc's fflush, whose fflush(NULL) writes out C's stdio buffers (a C extension's
     printf), or None where libc cannot be found."""
@@ -164,12 +176,16 @@ def _c_fflush() -> Optional[Callable[[Optional[int]], int]]:
     return fflush
 
 
-def _flush_buffers(fflush: Optional[Callable[[Optional[int]], int]]) -> None:
+# Looked up once, at import in the parent: not anew in each child forked per job.
+FFLUSH = _c_fflush()
+
+
+def _flush_buffers() -> None:
     """Write out what C's stdio, and Python's sys.stdout and sys.stderr, hold. C's
     first: it may hold whole lines written long ago, Python's (line buffered) only
     the start of a line."""
-    if fflush is not None:
-        fflush(None)
+    if FFLUSH is not None:
+        FFLUSH(None)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
