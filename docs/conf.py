@@ -39,8 +39,9 @@ nitpick_ignore_regex = [
                  r"argparse|enum|logging)\..*"),
     ("py:class", r"(Any|Optional|Callable|Iterator|Sequence|Mapping|Iterable|NoReturn|Self)"),
     # Internal types that public signatures name: the store a job completes through, the
-    # dashboard's WSGI class, a handler's return type variable, and Django's base class.
+    # dashboard's WSGI class, a handler's return type and a hook's type variables, and
+    # Django's base class.
     ("py:class", r"prefork\.(jobs\.CompletionStore|store\.contract\.Store|dashboard\.app\.Dashboard)"),
-    ("py:(class|obj)", r"prefork\.registry\.Result"),
+    ("py:(class|obj)", r"prefork\.registry\.(Result|AnyHook)"),
     ("py:class", r"django_tasks\..*|django\.tasks\..*"),
 ]

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 # worker) does not pay for the others, and `prefork-queue run` holds its signals before
 # the store and the drivers are loaded (supervisor/startup.py).
 PUBLIC = {
-    "handler": "registry",
+    "handler": "registry", "on_success": "registry", "on_failure": "registry",
+    "on_dead": "registry", "JobAttempt": "worker.attempt",
     "enqueue": "client", "cancel": "client", "notify": "client", "Client": "client",
     "Connection": "client",
     "Job": "jobs",
@@ -45,7 +46,8 @@ PUBLIC = {
     "PermanentError": "errors", "LeaseLost": "errors", "JobCancelled": "errors",
 }
 __all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
-           "PermanentError", "LeaseLost", "JobCancelled"]
+           "PermanentError", "LeaseLost", "JobCancelled",
+           "on_success", "on_failure", "on_dead", "JobAttempt"]
 
 if TYPE_CHECKING:   # what type checkers see: these names and no other
     from .cancellation import CancelReport as CancelReport
@@ -54,7 +56,9 @@ if TYPE_CHECKING:   # what type checkers see: these names and no other
     from .errors import JobCancelled as JobCancelled, LeaseLost as LeaseLost
     from .errors import PermanentError as PermanentError
     from .jobs import Job as Job
-    from .registry import handler as handler
+    from .registry import handler as handler, on_dead as on_dead
+    from .registry import on_failure as on_failure, on_success as on_success
+    from .worker.attempt import JobAttempt as JobAttempt
 
     __version__: str
 else:

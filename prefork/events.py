@@ -123,6 +123,22 @@ class Event(enum.StrEnum):
                              "with its attempt restored")
     CLAIM_RELEASED_ON_SHUTDOWN = ("claim_released_on_shutdown", INFO,
                                   "a stop gave a claimed (or interrupted) job back")
+    # -- hooks (worker/hooks.py) and a child's own output (worker/output.py) -----------
+    HOOK_FAILED = ("hook_failed", WARNING,
+                   "a hook (on_success, on_failure, on_dead) raised, or ended its thread "
+                   "(SystemExit): its error and traceback; the job's outcome stands")
+    HOOK_TIMED_OUT = ("hook_timed_out", WARNING,
+                      "a hook ran past hook_timeout: the worker went on without it (it runs "
+                      "on in its thread); the hooks after it for that attempt did not run")
+    HOOK_SKIPPED = ("hook_skipped", WARNING,
+                    "an attempt's hooks did not run: too many earlier hooks of this worker "
+                    "are still running past hook_timeout")
+    JOB_OUTPUT = ("job_output", INFO,
+                  "one line a worker child wrote to its stdout or stderr (a handler's print(), "
+                  "C code, a program it started), with the job it was running, if any")
+    JOB_OUTPUT_TRUNCATED = ("job_output_truncated", INFO,
+                            "a job (or a worker between jobs) wrote more lines than are "
+                            "logged per job")
     # -- command jobs (worker/commands.py) ----------------------------------------------
     COMMAND_STARTED = ("command_started", INFO, "a command job's program started")
     COMMAND_OUTPUT = ("command_output", INFO, "one line of a program's stdout or stderr")
@@ -190,6 +206,10 @@ class Event(enum.StrEnum):
     DJANGO_TASK_ERROR_UNSAVED = ("django_task_error_unsaved", WARNING,
                                  "a failed task attempt's error could not be written for "
                                  "get_result() (the failure itself is recorded)")
+    # -- Sentry (prefork.contrib.sentry) ------------------------------------------------------
+    SENTRY_ENABLED = ("sentry_enabled", INFO,
+                      "failed attempts are reported to Sentry: its host, and whether "
+                      "payloads go with them")
     # -- the dashboard (prefork/dashboard/) --------------------------------------------------
     DASHBOARD_STARTED = ("dashboard_started", INFO,
                          "the dashboard listens: its address, URL prefix, read-only or not, "

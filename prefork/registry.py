@@ -1,5 +1,5 @@
 """The handler registry: job type name -> function (with its timeouts, retry
-rules and limits), filled by the application.
+rules and limits), and the hooks run after attempts, filled by the application.
 
 Handlers are looked up by the job type string only; nothing in job data can
 name a module or class to import. What the decorator returns is a Task: the
@@ -14,9 +14,10 @@ from typing import Any, Generic, TypeVar
 
 from .config import Config
 from .errors import UserError
-from .jobs import JOB_TYPE_PATTERN, Job, Payload
+from .jobs import JOB_TYPE_PATTERN, Job, Outcome, Payload
 from .limits.rules import LimitRule, rule_for
 from .retry import RetryRules
+from .worker.attempt import JobAttempt
 
 # A handler receives the claimed Job; what it returns is ignored.
 Handler = Callable[[Job], object]
@@ -24,11 +25,17 @@ Result = TypeVar("Result")
 # (soft, hard) timeout in seconds set for a job type by handler(); None: the configured one.
 Timeouts = tuple[float | None, float | None]
 NO_RULES = RetryRules()
+# A hook receives the JobAttempt that just ended; what it returns is ignored.
+Hook = Callable[[JobAttempt], object]
+AnyHook = TypeVar("AnyHook", bound=Hook)
 
 _handlers: dict[str, Handler] = {}
 _timeouts: dict[str, Timeouts] = {}
 _rules: dict[str, RetryRules] = {}
 _limits: dict[str, LimitRule] = {}
+_success_hooks: list[Hook] = []
+_failure_hooks: list[Hook] = []
+_dead_hooks: list[Hook] = []
 
 
 class Task(Generic[Result]):
@@ -116,6 +123,55 @@ def set_limit(job_type: str, rule: LimitRule | None) -> None:
 def limit_rule(job_type: str) -> LimitRule | None:
     """The limits of a job type; None when it has none."""
     return _limits.get(job_type)
+
+
+def on_success(hook: AnyHook) -> AnyHook:
+    """Register hook(attempt) to run after each job completes, once its completion is
+    committed; attempt is a prefork.JobAttempt. Use it as a decorator.
+
+    Hooks run in the worker, in a thread of their own, for at most `hook_timeout`
+    seconds (the hooks of one attempt together): one that raises, runs past that
+    time or ends its thread is logged (hook_failed, hook_timed_out) and changes
+    nothing of the job or the worker. A hook sees a read-only record, never the
+    store. With a success hook registered, each completion is written on its own, at
+    once (no batch of completions waits for its last job).
+    """
+    return _registered(_success_hooks, hook)
+
+
+def on_failure(hook: AnyHook) -> AnyHook:
+    """Register hook(attempt) to run after each failed attempt, once the failure is
+    recorded: retried (attempt.outcome "retry", attempt.retry_in) or dead ("dead").
+    attempt.exception is what the handler raised. As on_success otherwise."""
+    return _registered(_failure_hooks, hook)
+
+
+def on_dead(hook: AnyHook) -> AnyHook:
+    """Register hook(attempt) to run when a failed attempt sends its job to dead (after
+    the on_failure hooks of that attempt). As on_success otherwise. A job that the
+    supervisor sends to dead (its worker died running it --max-crashes times) runs no
+    hook: no worker is left to run it."""
+    return _registered(_dead_hooks, hook)
+
+
+def _registered(hooks: list[Hook], hook: AnyHook) -> AnyHook:
+    if not callable(hook):
+        raise TypeError(f"a hook must be a function taking a JobAttempt, not {hook!r}")
+    if hook not in hooks:   # an application module imported again registers nothing twice
+        hooks.append(hook)
+    return hook
+
+
+def hooks_for(outcome: Outcome) -> list[Hook]:
+    """The hooks to run after an attempt that ended in `outcome`, in order: on_success
+    for done; on_failure for retry; on_failure then on_dead for dead; none otherwise."""
+    if outcome is Outcome.DONE:
+        return list(_success_hooks)
+    if outcome is Outcome.RETRY:
+        return list(_failure_hooks)
+    if outcome is Outcome.DEAD:
+        return _failure_hooks + _dead_hooks
+    return []
 
 
 def registered_types() -> list[str]:

@@ -208,6 +208,10 @@ SETTINGS: list[Setting] = [
     Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "
             "workers are idle: the supervisor looks once for all its children (jobs enqueued on "
             "this host wake them at once); `work` backs off up to this.", "worker", metavar="S"),
+    Setting("hook_timeout", _positive_float, 10.0, "Seconds the hooks of one attempt "
+            "(@prefork.on_success, on_failure, on_dead) may run before the worker goes on "
+            "without them; a hook still running then is left to finish in its thread "
+            "(hook_timed_out).", "worker", metavar="S"),
     # supervisor
     Setting("workers", _positive_int, 2, "Child worker processes to keep running.", "supervisor",
             metavar="N", read_by=("run",)),
@@ -294,6 +298,16 @@ SETTINGS: list[Setting] = [
     Setting("django", str, "", "Django settings module (as DJANGO_SETTINGS_MODULE): set Django "
             "up once in the supervisor and run the tasks of its INSTALLED_APPS.",
             "integrations", metavar="MODULE"),
+    Setting("sentry_dsn", str, None, "Sentry DSN: report every failed attempt to Sentry "
+            "(prefork.contrib.sentry, the `sentry` extra); environment only "
+            "(PREFORK_QUEUE_SENTRY_DSN), never a flag.", "integrations", secret=True,
+            flag=False),
+    Setting("sentry_dsn_file", str, None, "File whose first line is the Sentry DSN (mode "
+            "0600 or stricter, as db_password_file).", "integrations", metavar="PATH"),
+    Setting("sentry_send_payload", boolean, False, "Send a failed job's payload (and the "
+            "local variables of its traceback's frames, which may hold it) with its Sentry "
+            "report; off, a report has the job's type, queue, id and attempt only.",
+            "integrations", metavar="true|false"),
     # logging
     Setting("log_format", _choice("auto", "json", "text"), "auto", "Log format: json lines, "
             "readable text, or auto (text on a terminal, json otherwise).", "logging"),
@@ -301,6 +315,11 @@ SETTINGS: list[Setting] = [
             "level logged.", "logging"),
     Setting("log_file", str, None, "Append logs to this file instead of stderr.", "logging",
             metavar="PATH"),
+    Setting("capture_output", boolean, True, "Log what a worker child writes to its stdout "
+            "and stderr (a handler's print(), C code, a program it starts) line by line as "
+            "job_output events naming the job; false: it goes where the supervisor's output "
+            "goes, as it is (e.g. for a debugger in a handler).", "logging",
+            metavar="true|false"),
 ]
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}

@@ -16,6 +16,7 @@ it runs (through PREFORK_QUEUE_DIALECT in their environment) speak it. Other
 tests speak what PREFORK_QUEUE_DIALECT says (auto when unset): with
 PREFORK_QUEUE_DIALECT=mysql the whole suite runs in the mysql dialect.
 """
+import logging
 import os
 import shutil
 import sqlite3
@@ -31,7 +32,7 @@ import pymysql
 import pytest
 from polling import poll_until
 
-from prefork import config as config_module
+from prefork import config as config_module, logs
 from prefork.store.mysql.store import MySQLStore
 from prefork.store.sqlite.file import decode_times, parse_dsn
 from prefork.store.sqlite.store import SQLiteStore
@@ -93,6 +94,23 @@ def pytest_runtest_makereport(item, call):
     if os.environ.get("CI") == "true" and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid} was skipped; under CI=true a skip is a failure"
+
+
+@pytest.fixture
+def logged():
+    """The records the package logger emits during the test."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    keep, saved_level = Keep(), logs.LOGGER.level
+    logs.LOGGER.addHandler(keep)
+    logs.LOGGER.setLevel(logging.DEBUG)
+    yield records
+    logs.LOGGER.removeHandler(keep)
+    logs.LOGGER.setLevel(saved_level)
 
 
 def admin_connection(database=None, **overrides):

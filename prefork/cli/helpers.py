@@ -50,6 +50,9 @@ def import_handlers(config: Config) -> None:
                    note="no --app given: running the shipped example handlers")
     registry.import_apps(apps)
     schedules.validate(config)   # [command:*] types, then [schedule:*]
+    if config.sentry_dsn or config.sentry_dsn_file:
+        from ..contrib import sentry   # only then: the Sentry SDK takes long to import
+        sentry.init_from(config)
     if django:
         runner.load_tasks(config)   # last: no Django connection left open for a fork
     if not registry.registered_types():

@@ -28,6 +28,7 @@ from ..store import driver_errors, open_store
 from ..store.lazy import LazyStore
 from ..wakeups.waker import Waker
 from ..worker.cancellation import CANCEL_SIGNAL, CancelInbox, signal_handler
+from ..worker import output
 from ..worker.loop import Worker
 from ..worker.parent_pulse import ParentPulse, Watchdog
 from . import protocol
@@ -68,11 +69,16 @@ def run_child(spec: ChildSpec) -> None:
     """Child entry point; never returns."""
     code = FATAL_EXIT
     try:
+        if spec.config.capture_output:
+            output.capture()
         code = _child_main(spec)
     except BaseException as exc:  # the child must never fall back into the parent's code
         event("worker_fatal", level=logging.ERROR, error=error_class(exc))
     finally:
-        os._exit(code)
+        try:
+            output.release()   # its last lines: flushed, read and logged
+        finally:
+            os._exit(code)
 
 
 def _child_main(spec: ChildSpec) -> int:
@@ -162,21 +168,27 @@ def _open_store(spec: ChildSpec) -> Any:
 
 def _run_handed(worker: Worker, pipe: "PipeListener") -> None:
     """Run the job the parent claimed for us (held until now). Its completion is the
-    parent's to write when it simply succeeds; whatever else it needs (its
-    transaction, a failure to record) goes through our own store, which connects
-    for it."""
+    parent's to write when it simply succeeds (unless a success hook waits for it);
+    whatever else it needs (its transaction, a failure to record) goes through our own
+    store, which connects for it."""
     event("worker_started", queues=",".join(worker.config.queues), worker=worker.identity)
     worker.cancels.receive(worker.held)   # cancels sent before our handler was set
     job = worker.held.popleft()
     job.bind(worker.store)
-    worker.parent_completes = True
-    pipe.defer(protocol.Idle(worker.process(job)[0]))   # goes with our Retire
+    worker.parent_completes = not worker.hooks.completes_alone()
+    outcome = worker.process(job)[0]
+    if worker.hooks.wanted(outcome):   # the parent learns the job ended before they run
+        pipe.send(protocol.Idle(outcome))
+        worker.hooks.run(job, outcome)
+    else:
+        pipe.defer(protocol.Idle(outcome))   # goes with our Retire
     event("worker_stopped", processed=worker.processed, worker=worker.identity)
 
 
 class PipeListener:
     """The worker's listener in a child: each report goes to the parent as a
-    protocol message, and what the worker does shows in the title."""
+    protocol message, what the worker does shows in the title, and what it writes
+    to stdout and stderr is logged with its job (worker/output.py)."""
 
     def __init__(self, fd: int, title: "TitleTicker") -> None:
         self.fd = fd
@@ -197,11 +209,13 @@ class PipeListener:
     def busy(self, job: Job) -> None:
         self.title.show("busy", job)
         self.send(protocol.Busy(job.lease, job.type, job.queue))
+        output.running(job)
 
     def held(self, leases: Sequence[Lease]) -> None:
         self.send(protocol.Held(tuple(leases)))
 
     def waiting(self) -> None:
+        output.running(None)
         self.title.show("idle")
         self.send(protocol.Waiting())
 

@@ -19,7 +19,6 @@ What to run (argv, cwd, env) comes from worker/commands.py, which parses the
 [command:TYPE] sections and fills the placeholders; nothing here reads config.
 """
 import os
-import re
 import select
 import signal
 import subprocess
@@ -34,11 +33,10 @@ from ..jobs import Job
 from ..logs import event
 from ..process_signals import PARENT_ONLY_SIGNALS, die_with_parent, preexec_die_with_parent
 from ..titles import set_title
+from .output_lines import OutputLog
 
 TEMPFAIL = 75                 # EX_TEMPFAIL from sysexits.h
 KILL_GRACE = 5.0              # seconds between SIGTERM and SIGKILL at a timeout
-MAX_LINE_BYTES = 1000         # longer output lines are cut
-MAX_LINES = 500               # output lines logged per job; the rest are counted
 DRAIN_AFTER_EXIT = 1.0        # seconds to read output a process that left the group still writes
 READ_SIZE = 65536
 # The guard's parent-death signal. Any would do: the guard acts only once its parent
@@ -47,7 +45,6 @@ GUARD_SIGNAL = signal.SIGUSR2
 ALL_SIGNALS = signal.valid_signals()
 # The supervisor's settings (the DB password!) stay ours; the job's are set per job.
 OWN_ENV_PREFIXES = ("PREFORK_QUEUE_", "PREFORK_JOB_")
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def describe_status(returncode: int) -> str:
@@ -98,7 +95,8 @@ def execute(argv: list[str], job: Job, cwd: str | None,
               command_pid=proc.pid)
         stdout, stderr = _pipes(proc)
         try:
-            relay_output(proc, OutputLog(job), on_exit=lambda: _signal_group(pgid, signal.SIGKILL))
+            relay_output(proc, OutputLog({"job_id": job.id, "type": job.type}, command=True),
+                         on_exit=lambda: _signal_group(pgid, signal.SIGKILL))
             status = proc.wait()
         finally:
             if proc.returncode is None:
@@ -207,7 +205,7 @@ def _signal_group(pgid: int, signum: int) -> None:
         pass
 
 
-def relay_output(proc: "subprocess.Popen[bytes]", output: "OutputLog",
+def relay_output(proc: "subprocess.Popen[bytes]", output: OutputLog,
                  on_exit: Callable[[], None]) -> None:
     """Log stdout and stderr line by line until both end (or shortly after the
     program exited, should a process outside its group keep them open). `on_exit`
@@ -232,57 +230,3 @@ def relay_output(proc: "subprocess.Popen[bytes]", output: "OutputLog",
     for stream in streams.values():
         output.finish(stream)
     output.report_dropped()
-
-
-class OutputLog:
-    """A command's output as command_output events: one per line, cut at
-    MAX_LINE_BYTES, at most MAX_LINES per job (the rest are only counted)."""
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.logged = self.dropped = 0
-        self.pending = {"stdout": bytearray(), "stderr": bytearray()}
-        self.cutting = {"stdout": False, "stderr": False}   # inside an overlong line
-
-    def feed(self, stream: str, chunk: bytes) -> None:
-        pending = self.pending[stream]
-        pending += chunk
-        while True:
-            end = pending.find(b"\n")
-            if end < 0:
-                break
-            line = bytes(pending[:end])
-            del pending[:end + 1]
-            if self.cutting[stream]:
-                self.cutting[stream] = False   # the rest of a line already logged cut
-            else:
-                self._line(stream, line)
-        if len(pending) > MAX_LINE_BYTES:
-            if not self.cutting[stream]:
-                self._line(stream, bytes(pending))
-            self.cutting[stream] = True
-            pending.clear()
-
-    def finish(self, stream: str) -> None:
-        """The stream ended: log its last line, if it had no newline."""
-        pending = self.pending[stream]
-        if pending and not self.cutting[stream]:
-            self._line(stream, bytes(pending))
-        pending.clear()
-
-    def report_dropped(self) -> None:
-        if self.dropped:
-            event(Event.COMMAND_OUTPUT_TRUNCATED, job_id=self.job.id, type=self.job.type,
-                  dropped_lines=self.dropped, max_lines=MAX_LINES)
-
-    def _line(self, stream: str, raw: bytes) -> None:
-        if self.logged >= MAX_LINES:
-            self.dropped += 1
-            return
-        self.logged += 1
-        fields: dict[str, bool] = {}
-        if len(raw) > MAX_LINE_BYTES:
-            raw, fields["truncated"] = raw[:MAX_LINE_BYTES], True
-        text = CONTROL_CHARS.sub("?", raw.decode("utf-8", "replace").rstrip("\r"))
-        event(Event.COMMAND_OUTPUT, job_id=self.job.id, type=self.job.type, stream=stream,
-              line=text, **fields)

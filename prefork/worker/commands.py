@@ -27,7 +27,7 @@ signal ("command exited 3", "command killed by SIGKILL"). A payload that
 cannot fill the placeholders is a permanent failure (dead at once).
 
 stdout and stderr go to the worker's log line by line (command_output
-events), cut at MAX_LINE_BYTES and MAX_LINES per job; they are never stored
+events), cut as output_lines.py says (line length, lines per job); never stored
 in the jobs table.
 
 This module reads the sections into CommandSpecs, registers their job types and

@@ -19,6 +19,7 @@ from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
+from .hooks import HookRunner
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
@@ -48,6 +49,7 @@ class Worker:
         self.process_id = process_id   # our supervisor's registry id (None: no supervisor)
         self.policy = RetryPolicy.from_config(config)
         self.errors = ErrorWriter(config.error_detail, config.password())
+        self.hooks = HookRunner(config.hook_timeout, self.errors, registry.hooks_for)
         self.identity = current_host_pid()
         self.waker = waker or Waker()
         # (first, longest) sleep when no job is ready, doubling in between.
@@ -108,7 +110,7 @@ class Worker:
 
         def chain_next() -> bool:
             return not (self.stopping or enough() or self.limited.first_due()) \
-                and self.may_claim()
+                and self.may_claim() and not self.hooks.completes_alone()
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -130,8 +132,10 @@ class Worker:
                 self.limited.woke(woken)
                 continue
             idle_sleep = self.idle_sleeps[0]
+            ran = job
             outcome, job, queue_empty = self.process(job, chain_next)
             self.listener.idle(outcome)
+            self.hooks.run(ran, outcome)   # committed, and the owner told: see hooks.py
             if job is None and enough():
                 break
         self.release_held()
@@ -240,7 +244,7 @@ class Worker:
             return Outcome.DONE, None, False
         if self.parent_completes:
             return Outcome.UNSAVED, None, False
-        if self.held and self.supervised:
+        if self.held and self.supervised and not self.hooks.completes_alone():
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return Outcome.UNSAVED, None, False
@@ -292,6 +296,7 @@ class Worker:
                                                    self.policy)
         ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
         error = str(exc) if ours else self.errors.describe(exc)
+        self.hooks.failed(job, exc, error, decision.delay)
         return self.record_failure(job, error, decision, self.errors.traceback(exc))
 
     def run_handler(self, job: Job) -> None:

@@ -56,7 +56,9 @@ def test_each_public_name_is_its_modules_object_once_used():
                      [("handler", "registry"), ("enqueue", "client"), ("cancel", "client"),
                       ("notify", "client"), ("Client", "client"), ("Job", "jobs"),
                       ("CancelReport", "cancellation"), ("PermanentError", "errors"),
-                      ("LeaseLost", "errors"), ("JobCancelled", "errors")]}
+                      ("LeaseLost", "errors"), ("JobCancelled", "errors"),
+                      ("on_success", "registry"), ("on_failure", "registry"),
+                      ("on_dead", "registry"), ("JobAttempt", "worker.attempt")]}
     assert version.count(".") == 2 and set(names) <= set(listed)
 
 

@@ -131,23 +131,6 @@ def test_every_entry_has_a_meaning_and_a_level():
 
 # -- logs.event() ----------------------------------------------------------------------
 
-@pytest.fixture
-def logged():
-    """The records the package logger emits during the test."""
-    records = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-
-    keep, saved_level = Keep(), logs.LOGGER.level
-    logs.LOGGER.addHandler(keep)
-    logs.LOGGER.setLevel(logging.DEBUG)
-    yield records
-    logs.LOGGER.removeHandler(keep)
-    logs.LOGGER.setLevel(saved_level)
-
-
 def test_event_refuses_a_name_the_catalogue_does_not_declare(logged):
     with pytest.raises(ValueError, match="unknown event name 'job_claimd'"):
         logs.event("job_claimd", job_id=1)

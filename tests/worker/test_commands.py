@@ -17,7 +17,7 @@ from prefork import config as config_module, registry
 from prefork.errors import UserError
 from prefork.jobs import new_job
 from prefork import schedules
-from prefork.worker import command_process, commands
+from prefork.worker import command_process, commands, output_lines
 
 PROBE = APPS / "command_probe.py"
 PYTHON = shlex.quote(sys.executable)
@@ -197,11 +197,11 @@ def test_output_goes_to_the_log_line_by_line_and_never_to_the_jobs_table(supervi
              for e in sup.events("command_output") if e["job_id"] == quiet}
     assert lines == {("stdout", "probe-stdout ok"), ("stderr", "probe-stderr ok")}
     chatter = [e for e in sup.events("command_output") if e["job_id"] == chatty]
-    assert len(chatter) == command_process.MAX_LINES
+    assert len(chatter) == output_lines.MAX_LINES
     cut = [e for e in chatter if e.get("truncated")]
-    assert len(cut) == 1 and cut[0]["line"] == "x" * command_process.MAX_LINE_BYTES
+    assert len(cut) == 1 and cut[0]["line"] == "x" * output_lines.MAX_LINE_BYTES
     dropped = sup.wait_event("command_output_truncated", job_id=chatty)[0]
-    assert dropped["dropped_lines"] == 2003 - command_process.MAX_LINES
+    assert dropped["dropped_lines"] == 2003 - output_lines.MAX_LINES
     stored = all_text_in_jobs_table(clean_db)
     assert "probe-std" not in stored and "chatter line" not in stored and "xxxx" not in stored
 
