@@ -2,6 +2,7 @@
 tests/cli/test_show_outcomes.py, tests/dashboard/test_dashboard_job_page.py): what a
 handler returns is kept with its completion; a failure keeps its traceback."""
 import os
+import time
 
 import prefork
 
@@ -47,15 +48,24 @@ def after_transaction(job):
 def sleepy(job):
     """Runs a while, then answers: a batch's first job with a result while the next
     ones are held."""
-    import time
     time.sleep(job.payload.get("seconds", 0))
     return {"slept": job.payload.get("seconds", 0)}
 
 
-@prefork.handler("results.capped", max_attempts=3, backoff=0)
-def capped(job):
-    """Fails every attempt with a message quoting the database password (masked in
-    what is kept), three attempts at most whatever the job was enqueued with."""
+def fail(job):
+    """Fails with a message quoting the database password (masked in what is kept),
+    chained to the error that caused it."""
     secret = os.environ.get("RESULTS_APP_SECRET", "")
     raise ConnectionError(f"attempt {job.attempt}: mysql://app:{secret}@db/x refused") \
         from KeyError("inner cause")
+
+
+@prefork.handler("results.failing", backoff=0)
+def failing(job):
+    fail(job)
+
+
+@prefork.handler("results.capped", max_attempts=3, backoff=0)
+def capped(job):
+    """Fails every attempt, three at most whatever the job was enqueued with."""
+    fail(job)
