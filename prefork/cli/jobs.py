@@ -123,7 +123,7 @@ def failed_command(args: argparse.Namespace, config: Config) -> None:
           "FINISHED (UTC)")
     for row in rows:
         print(f"{row['id']:>10}  {row['queue']:<16} {row['job_type']:<28} {row['attempts']:>3}  "
-              f"{_cut(row['last_error'] or ''):<{ERROR_WIDTH}} {row['finished_at']}")
+              f"{_cut(row['last_error'] or ''):<{ERROR_WIDTH}} {utc_iso(row['finished_at'])}")
 
 
 def _cut(error: str) -> str:

@@ -81,6 +81,8 @@ def test_show_says_the_attempts_limit_that_applied_and_times_in_one_format(queue
     times = [job[name] for name in ("created_at", "updated_at", "finished_at", "available_at")]
     times += [entry["at"] for entry in job["error_history"]]
     assert len(times) == 4 + 3 and all(ISO_UTC.fullmatch(moment) for moment in times), times
+    listed = run_cli("failed", dsn=dsn).stdout.splitlines()
+    assert ISO_UTC.fullmatch(listed[1].split()[-1]) and job["finished_at"] in listed[1]
     waiting = json.loads(show(dsn, delayed))
     assert ISO_UTC.fullmatch(waiting["available_at"])
     assert ISO_UTC.fullmatch(waiting["waiting"].removeprefix("delayed until "))
