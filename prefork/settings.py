@@ -2,7 +2,7 @@
 the command-line flags, the config file, the environment and the docs."""
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from .jobs import MAX_DELAY, QUEUE_PATTERN
 
@@ -33,11 +33,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _claim_batch(text: str) -> int:
-    value = _positive_int(text)
-    if value > MAX_CLAIM_BATCH:
-        raise ValueError(f"must be at most {MAX_CLAIM_BATCH}")
-    return value
+Bounded = TypeVar("Bounded", int, float)
+
+
+def _at_most(parse: Callable[[str], Bounded], limit: Bounded) -> Callable[[str], Bounded]:
+    """`parse`, refusing a value over `limit`."""
+    def bounded(text: str) -> Bounded:
+        value = parse(text)
+        if value > limit:
+            raise ValueError(f"must be at most {limit}")
+        return value
+    return bounded
 
 
 def _non_negative_int(text: str) -> int:
@@ -62,20 +68,6 @@ def _positive_float(text: str) -> float:
         raise ValueError("must be greater than 0")
     if not math.isfinite(value):
         raise ValueError("must be a finite number")
-    return value
-
-
-def _result_ttl(text: str) -> float:
-    value = _non_negative_float(text)
-    if value > MAX_DELAY:
-        raise ValueError(f"must be at most {MAX_DELAY} (100 years)")
-    return value
-
-
-def _result_bytes(text: str) -> int:
-    value = _positive_int(text)
-    if value > MAX_RESULT_BYTES:
-        raise ValueError(f"must be at most {MAX_RESULT_BYTES}")
     return value
 
 
@@ -171,13 +163,13 @@ SETTINGS: list[Setting] = [
             "jobs", metavar="S"),
     Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
             "jobs", metavar="BYTES"),
-    Setting("result_ttl", _result_ttl, 86400.0, "Seconds a job's result (what its handler "
-            "returned, as JSON) is kept after the job is done, for Client.result(), `show` and "
-            "the dashboard; the supervisors clear expired ones. 0: results are not kept.",
-            "jobs", metavar="S"),
-    Setting("max_result_bytes", _result_bytes, 65536, "Largest result kept, in bytes of its "
-            f"JSON (at most {MAX_RESULT_BYTES}); a larger one, or one that is not JSON, fails the "
-            "job for good.", "jobs", metavar="BYTES"),
+    Setting("result_ttl", _at_most(_non_negative_float, float(MAX_DELAY)), 86400.0,
+            "Seconds a job's result (what its handler returned, as JSON) is kept after the "
+            "job is done, for Client.result(), `show` and the dashboard; the supervisors clear "
+            "expired ones. 0: results are not kept.", "jobs", metavar="S"),
+    Setting("max_result_bytes", _at_most(_positive_int, MAX_RESULT_BYTES), 65536,
+            f"Largest result kept, in bytes of its JSON (at most {MAX_RESULT_BYTES}); a larger "
+            "one, or one that is not JSON, fails the job for good.", "jobs", metavar="BYTES"),
     Setting("error_detail", _choice("message", "class"), "message", "What a failed attempt's "
             "error keeps in the job row: the exception's class and message (cut to a bounded "
             "length, with credentials masked), or its class only, for handlers whose messages "
@@ -192,8 +184,8 @@ SETTINGS: list[Setting] = [
             "with @prefork.handler.", "worker", metavar="MODULES"),
     Setting("queues", _queue_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2"),
-    Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
-            "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
+    Setting("claim_batch", _at_most(_positive_int, MAX_CLAIM_BATCH), 32, "Most jobs a worker "
+            "claims in one transaction when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
             "claimed one at a time); their completions are written together too. 1 turns "
             f"batching off; at most {MAX_CLAIM_BATCH}.", "worker", metavar="N"),
     Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "

@@ -1,8 +1,5 @@
-"""The SQLite store's results and failed attempts (prefork_task_results): what the
-completions and the failure path write beside the job's row, in their
-transactions, and the reads of `show`, the dashboard and Client.result(). A part
-of SQLiteStore; its statements are in result_queries.py.
-"""
+"""The SQLite store's results and failed attempts, as the MySQL store's (see
+store/mysql/results.py): a part of SQLiteStore, its statements in result_queries.py."""
 import sqlite3
 from contextlib import closing
 from datetime import datetime
