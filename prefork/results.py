@@ -51,15 +51,14 @@ def encoded(value: Any, max_bytes: int) -> str:
         raise ResultRefused("return value is not JSON: nested too deep") from None
     except (TypeError, ValueError) as exc:
         raise ResultRefused(f"return value is not JSON: {type(exc).__name__}") from None
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > max_bytes:
-        raise ResultRefused(f"return value is {size} bytes, over the limit of {max_bytes} "
-                            "(max_result_bytes)")
     try:
-        text.encode("utf-8")
+        size = len(text.encode("utf-8"))
     except UnicodeEncodeError:   # a lone surrogate: neither backend can store it
         raise ResultRefused("return value is not valid Unicode text (a lone surrogate)") \
             from None
+    if size > max_bytes:
+        raise ResultRefused(f"return value is {size} bytes, over the limit of {max_bytes} "
+                            "(max_result_bytes)")
     return text
 
 

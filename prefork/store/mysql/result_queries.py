@@ -40,11 +40,12 @@ JOB_RESULT = (
     " AND (r.expires_at IS NULL OR r.expires_at > UTC_TIMESTAMP(6))"
     " ORDER BY r.id DESC LIMIT 1")
 
-# The tracebacks a job keeps (id), oldest first.
+# The tracebacks a job keeps (id), oldest first (a Django task's attempt failed
+# before schema 0010 may have kept an empty one).
 FAILED_ATTEMPTS = (
     "SELECT attempt, worker, finished_at, exception_class_path, traceback"
     " FROM prefork_task_results FORCE INDEX (ix_prefork_task_results_job)"
-    " WHERE job_id = %s AND traceback IS NOT NULL ORDER BY id")
+    " WHERE job_id = %s AND traceback <> '' ORDER BY id")
 
 # Up to a bound of expired results, oldest first through the expiry index: the value
 # goes, the attempt's row stays (with its job).

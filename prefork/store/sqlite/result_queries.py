@@ -31,11 +31,11 @@ JOB_RESULT = (
     " WHERE r.job_id = :id AND j.status = 'done' AND r.return_value IS NOT NULL"
     " AND (r.expires_at IS NULL OR r.expires_at > :now) ORDER BY r.id DESC LIMIT 1")
 
-# The tracebacks a job keeps, oldest first.
+# The tracebacks a job keeps, oldest first (as the MySQL store's: not an empty one).
 FAILED_ATTEMPTS = (
     "SELECT attempt, worker, finished_at, exception_class_path, traceback"
     " FROM prefork_task_results INDEXED BY ix_prefork_task_results_job"
-    " WHERE job_id = :id AND traceback IS NOT NULL ORDER BY id")
+    " WHERE job_id = :id AND traceback <> '' ORDER BY id")
 
 # Up to :limit expired results, oldest first through the expiry index: the value
 # goes, the attempt's row stays (with its job).
