@@ -155,13 +155,14 @@ def _history(text: Any) -> list[dict[str, Any]]:
 
 
 def plain(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row for JSON and templates: times as ISO 8601 UTC, enums as their words."""
+    """A row for JSON and templates: times as every time is shown (times.py), enums as
+    their words."""
     return {key: _plain_value(value) for key, value in row.items()}
 
 
 def _plain_value(value: Any) -> Any:
     if isinstance(value, datetime):
-        return status_report.utc_text(value) if value.tzinfo is None else value.isoformat()
+        return utc_iso(value)
     if isinstance(value, JobStatus):
         return value.value
     return value
@@ -174,7 +175,7 @@ def overview(store: Store, heartbeat_interval: float) -> dict[str, Any]:
     `status` shows them) and the supervisors."""
     return {"queues": queues(store), "limits": status_report.limits(store.limit_usage()),
             "supervisors": supervisors(store, heartbeat_interval),
-            "now": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "now": utc_iso(datetime.now(timezone.utc))}
 
 
 def queues(store: Store) -> list[dict[str, Any]]:
@@ -220,6 +221,6 @@ def schedule_rows(store: Store, config: Any) -> list[dict[str, Any]]:
         rows.append({"name": name, "type": schedule.job.type, "queue": schedule.job.queue,
                      "timing": schedule.cron or f"every {schedule.every}s",
                      "timezone": str(schedule.zone),
-                     "next_tick": schedules.iso(schedule.next_after(now)),
+                     "next_tick": utc_iso(schedule.next_after(now)),
                      "last_job": plain(last.rows[0]) if last.rows else None})
     return rows

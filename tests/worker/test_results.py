@@ -142,6 +142,29 @@ def test_a_result_expires_after_its_ttl_and_the_supervisor_clears_it(queue, db, 
     assert db.scalar("SELECT COUNT(*) FROM prefork_task_results WHERE job_id = %s", (job_id,)) == 1
 
 
+def test_a_failure_keeps_its_traceback_and_the_limit_that_applied(queue, supervisor, client):
+    """Kept with the failure, in its transaction, on every backend and dialect: the
+    exception's class path and traceback of the job's last 3 failed attempts, and a
+    handler's own cap as the job's max_attempts."""
+    dsn, store = queue
+    failing = add(store, "results.failing", max_attempts=5)
+    capped = add(store, "results.capped", max_attempts=5)
+    supervisor("--workers", "2")
+    for job_id in (failing, capped):
+        with pytest.raises(JobFailed):
+            client.result(job_id, wait=60)
+    kept = store.failed_attempts(failing)
+    assert [attempt.attempt for attempt in kept] == [3, 4, 5]
+    for attempt in kept:
+        assert attempt.class_path == "builtins.ConnectionError"
+        assert attempt.traceback.endswith(f"ConnectionError: attempt {attempt.attempt}: "
+                                          "mysql://app:***@db/x refused")
+        assert attempt.worker.rsplit(":", 1)[1].isdigit()
+    assert [attempt.attempt for attempt in store.failed_attempts(capped)] == [1, 2, 3]
+    assert (store.get(capped)["attempts"], store.get(capped)["max_attempts"]) == (3, 3)
+    assert store.get(failing)["max_attempts"] == 5
+
+
 def test_result_ttl_zero_keeps_no_result(queue, db, supervisor, client):
     dsn, store = queue
     job_id = add(store, "results.answer")
