@@ -88,7 +88,9 @@ class CompletionStore(Protocol):
 
 @dataclass
 class Job:
-    """A claimed job, as a handler sees it. `payload` is a dict decoded from JSON."""
+    """A claimed job, as a handler sees it. `payload` is a dict decoded from JSON.
+    `result` is what the job keeps once done: what the handler returns, or what it
+    sets here (inside its job.transaction() block, when it uses one)."""
     id: int
     type: str
     queue: str
