@@ -17,7 +17,10 @@ Application API::
     conn.commit()                           # report.cancelled, .stopping, .finished, .missing
 
     with prefork.Client() as client:     # a script: its own connection, the configured DSN
-        client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
+        job_id = client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
+        client.result(job_id, wait=30)   # what the handler returned, once done
+
+    prefork.result(job_id)   # the same on the configured DSN's default Client
 
 `conn` is the application's connection to the queue database, in its open
 transaction: a DB-API connection of PyMySQL, mysqlclient, mysql-connector-python
@@ -40,20 +43,22 @@ PUBLIC = {
     "handler": "registry", "on_success": "registry", "on_failure": "registry",
     "on_dead": "registry", "JobAttempt": "worker.attempt",
     "enqueue": "client", "cancel": "client", "notify": "client", "Client": "client",
-    "Connection": "client",
+    "Connection": "client", "result": "client",
     "Job": "jobs",
     "CancelReport": "cancellation",
     "PermanentError": "errors", "LeaseLost": "errors", "JobCancelled": "errors",
+    "JobFailed": "errors", "JobNotFinished": "errors",
 }
-__all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
-           "PermanentError", "LeaseLost", "JobCancelled",
+__all__ = ["handler", "enqueue", "cancel", "notify", "result", "Client", "Job", "CancelReport",
+           "PermanentError", "LeaseLost", "JobCancelled", "JobFailed", "JobNotFinished",
            "on_success", "on_failure", "on_dead", "JobAttempt"]
 
 if TYPE_CHECKING:   # what type checkers see: these names and no other
     from .cancellation import CancelReport as CancelReport
     from .client import Client as Client, Connection as Connection, cancel as cancel
-    from .client import enqueue as enqueue, notify as notify
+    from .client import enqueue as enqueue, notify as notify, result as result
     from .errors import JobCancelled as JobCancelled, LeaseLost as LeaseLost
+    from .errors import JobFailed as JobFailed, JobNotFinished as JobNotFinished
     from .errors import PermanentError as PermanentError
     from .jobs import Job as Job
     from .registry import handler as handler, on_dead as on_dead

@@ -13,7 +13,8 @@
   above the job's max attempts it ends in `dead` (see `prefork-queue failed`).
 - `report`: writes report-<job id>.json into $PREFORK_EXAMPLES_DIR (default
   ./prefork-reports). The file is named by the job, never by its payload, and
-  replaced atomically, so a job that runs twice leaves one whole file.
+  replaced atomically, so a job that runs twice leaves one whole file. Its
+  result is the file's path (`prefork-queue show ID` prints it).
 """
 import json
 import os
@@ -55,7 +56,7 @@ def fail_n_times(job: Job) -> None:
 
 
 @prefork.handler("report")
-def report(job: Job) -> None:
+def report(job: Job) -> dict[str, str]:
     folder = os.environ.get(REPORTS_DIR_VARIABLE) or DEFAULT_REPORTS_DIR
     os.makedirs(folder, exist_ok=True)
     content = {"job_id": job.id, "title": str(job.payload.get("title", "report"))[:200],
@@ -66,3 +67,4 @@ def report(job: Job) -> None:
     with open(partial_path, "w", encoding="utf-8") as handle:
         json.dump(content, handle, indent=2)
     os.replace(partial_path, final_path)
+    return {"file": final_path}

@@ -19,7 +19,7 @@ from .limits.rules import LimitRule, rule_for
 from .retry import RetryRules
 from .worker.attempt import JobAttempt
 
-# A handler receives the claimed Job; what it returns is ignored.
+# A handler receives the claimed Job; what it returns is kept as the job's result.
 Handler = Callable[[Job], object]
 Result = TypeVar("Result")
 # (soft, hard) timeout in seconds set for a job type by handler(); None: the configured one.
@@ -68,7 +68,8 @@ def handler(job_type: str, soft_timeout: float | None = None, hard_timeout: floa
     """Register the decorated function as the handler of `job_type`.
 
     The function receives a `prefork.Job`. Returning normally completes the
-    job; raising `prefork.PermanentError` sends it to dead; any other
+    job, and what it returns (JSON, within max_result_bytes) is kept as the job's
+    result for result_ttl (prefork.result()); raising `prefork.PermanentError` sends it to dead; any other
     exception schedules a retry with backoff, unless the retry rules say
     otherwise (retry_on, discard_on, max_attempts, backoff: see
     prefork.retry.RetryRules). soft_timeout / hard_timeout (seconds) override

@@ -2,9 +2,9 @@
 the command-line flags, the config file, the environment and the docs."""
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
-from .jobs import QUEUE_PATTERN
+from .jobs import MAX_DELAY, QUEUE_PATTERN
 
 ENV_PREFIX = "PREFORK_QUEUE_"
 FILE_SECTION = "prefork-queue"
@@ -21,6 +21,9 @@ MAX_CLAIM_BATCH = 64
 # and read by every claim (one parameter a queue), so it must stay bounded.
 MAX_QUEUES = 1000
 MASK = "********"
+# A result's JSON travels in one statement: well under the servers' default
+# max_allowed_packet (MySQL 8: 64 MiB, MariaDB: 16 MiB).
+MAX_RESULT_BYTES = 8 * 1024 * 1024
 
 # Which commands read each setting. A command's --help lists the settings it reads, and
 # it takes those as flags (a flag of one it does not read is refused, naming the commands
@@ -51,11 +54,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _claim_batch(text: str) -> int:
-    value = _positive_int(text)
-    if value > MAX_CLAIM_BATCH:
-        raise ValueError(f"must be at most {MAX_CLAIM_BATCH}")
-    return value
+Bounded = TypeVar("Bounded", int, float)
+
+
+def _at_most(parse: Callable[[str], Bounded], limit: Bounded) -> Callable[[str], Bounded]:
+    """`parse`, refusing a value over `limit`."""
+    def bounded(text: str) -> Bounded:
+        value = parse(text)
+        if value > limit:
+            raise ValueError(f"must be at most {limit}")
+        return value
+    return bounded
 
 
 def _non_negative_int(text: str) -> int:
@@ -185,11 +194,19 @@ SETTINGS: list[Setting] = [
     Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
             "jobs", metavar="BYTES",
             read_by=("run", "work", "bench", "enqueue")),
+    Setting("result_ttl", _at_most(_non_negative_float, float(MAX_DELAY)), 86400.0,
+            "Seconds a job's result (what its handler returned, as JSON) is kept after the "
+            "job is done, for Client.result(), `show` and the dashboard; the supervisors clear "
+            "expired ones. 0: results are not kept.", "jobs", metavar="S"),
+    Setting("max_result_bytes", _at_most(_positive_int, MAX_RESULT_BYTES), 65536,
+            f"Largest result kept, in bytes of its JSON (at most {MAX_RESULT_BYTES}); a larger "
+            "one, or one that is not JSON, fails the job for good.", "jobs", metavar="BYTES"),
     Setting("error_detail", _choice("message", "class"), "message", "What a failed attempt's "
             "error keeps in the job row: the exception's class and message (cut to a bounded "
             "length, with credentials masked), or its class only, for handlers whose messages "
-            "may carry personal data. The worker's log has the traceback either way (under "
-            "class: its frames and the class, no message).",
+            "may carry personal data. The tracebacks follow it too, in the worker's log and "
+            "those the job keeps of its last failed attempts (under class: their frames and "
+            "the class, no message).",
             "jobs"),
     Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
             "worker may take the job back (extended while the job runs).", "jobs", metavar="S",
@@ -201,8 +218,9 @@ SETTINGS: list[Setting] = [
     Setting("queues", _queue_list, ["default"], "Comma-separated queues to work, in priority order.",
             "worker", metavar="Q1,Q2",
             read_by=("run", "work")),
-    Setting("claim_batch", _claim_batch, 32, "Most jobs a worker claims in one transaction "
-            "when its jobs are fast (it holds at most ~50 ms of expected work; slow jobs are "
+    Setting("claim_batch", _at_most(_positive_int, MAX_CLAIM_BATCH), 32, "Most jobs a worker "
+            "claims in one transaction when its jobs are fast (it holds at most ~50 ms of "
+            "expected work; slow jobs are "
             "claimed one at a time); their completions are written together too. 1 turns "
             f"batching off; at most {MAX_CLAIM_BATCH}.", "worker", metavar="N"),
     Setting("poll_interval", _positive_float, 0.5, "Seconds between looks for ready jobs while "

@@ -13,8 +13,10 @@ from werkzeug.exceptions import BadRequest, NotFound
 from ..cli import status_report
 from ..jobs import JobStatus, utc_now
 from .. import schedules
+from ..results import JobResult
 from ..store.contract import JobRow, Store
 from ..store.views import JobFilter, JobPage
+from ..times import utc_iso
 from ..worker import commands
 from .web import JOB_ID_DIGITS, MAX_JOB_ID, Request
 
@@ -92,19 +94,29 @@ def job_list(page: JobPage) -> dict[str, Any]:
 
 
 def job_row(store: Store, job_id: int) -> JobRow:
+    """One job's row and what it left behind: a done job's result (None: none, or
+    expired) and the tracebacks of its last failed attempts (two reads by the job's id)."""
     row = store.get(job_id)
     if row is None:
         raise NotFound(f"no job {job_id}")
-    return row
+    result = store.job_result(job_id) if row["status"] == JobStatus.DONE else None
+    return {**row, "result": result, "tracebacks": store.failed_attempts(job_id)}
 
 
 def job_detail(row: JobRow, redact_keys: Sequence[str]) -> dict[str, Any]:
-    """Every field of a job; the payload pretty-printed with the redacted keys masked,
-    the error history as a list; no lease token (it would let a reader complete it)."""
+    """Every field of a job; the payload and the result pretty-printed with the redacted
+    keys masked, the error history and the kept tracebacks as lists; no lease token (it
+    would let a reader complete it)."""
     detail = plain({key: value for key, value in row.items()
-                    if key not in ("payload", "error_history", "lease_token")})
+                    if key not in ("payload", "error_history", "lease_token", "result",
+                                   "tracebacks")})
     detail["payload"] = pretty_payload(str(row.get("payload") or ""), redact_keys)
     detail["error_history"] = _history(row.get("error_history"))
+    result: JobResult | None = row.get("result")
+    detail["result"] = None if result is None else pretty_json(result.value, redact_keys)
+    expires = result.expires_at if result else None
+    detail["result_expires_at"] = utc_iso(expires) if expires else None
+    detail["tracebacks"] = [plain(vars(kept)) for kept in row.get("tracebacks", [])]
     return detail
 
 
@@ -113,6 +125,11 @@ def pretty_payload(text: str, redact_keys: Sequence[str]) -> str:
         value = json.loads(text)
     except ValueError:
         return MASK + " (not JSON)"
+    return pretty_json(value, redact_keys)
+
+
+def pretty_json(value: Any, redact_keys: Sequence[str]) -> str:
+    """JSON (a payload, a result) indented, the values of the redacted keys masked."""
     return json.dumps(redact(value, {key.lower() for key in redact_keys}), indent=2,
                       ensure_ascii=False, sort_keys=True)
 
@@ -138,13 +155,14 @@ def _history(text: Any) -> list[dict[str, Any]]:
 
 
 def plain(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row for JSON and templates: times as ISO 8601 UTC, enums as their words."""
+    """A row for JSON and templates: times as every time is shown (times.py), enums as
+    their words."""
     return {key: _plain_value(value) for key, value in row.items()}
 
 
 def _plain_value(value: Any) -> Any:
     if isinstance(value, datetime):
-        return status_report.utc_text(value) if value.tzinfo is None else value.isoformat()
+        return utc_iso(value)
     if isinstance(value, JobStatus):
         return value.value
     return value
@@ -157,7 +175,7 @@ def overview(store: Store, heartbeat_interval: float) -> dict[str, Any]:
     `status` shows them) and the supervisors."""
     return {"queues": queues(store), "limits": status_report.limits(store.limit_usage()),
             "supervisors": supervisors(store, heartbeat_interval),
-            "now": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "now": utc_iso(datetime.now(timezone.utc))}
 
 
 def queues(store: Store) -> list[dict[str, Any]]:
@@ -203,6 +221,6 @@ def schedule_rows(store: Store, config: Any) -> list[dict[str, Any]]:
         rows.append({"name": name, "type": schedule.job.type, "queue": schedule.job.queue,
                      "timing": schedule.cron or f"every {schedule.every}s",
                      "timezone": str(schedule.zone),
-                     "next_tick": schedules.iso(schedule.next_after(now)),
+                     "next_tick": utc_iso(schedule.next_after(now)),
                      "last_job": plain(last.rows[0]) if last.rows else None})
     return rows

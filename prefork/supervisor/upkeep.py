@@ -14,8 +14,6 @@ from datetime import datetime
 from typing import (Any, Callable, Collection, Literal, NamedTuple, Optional, Sequence, TypeVar,
                     Union)
 
-import psutil
-
 from .. import __version__
 from ..errors import UserError
 from ..jobs import Job, JobStatus, Lease, NewJob
@@ -24,19 +22,20 @@ from ..limits.rules import LimitRule, LimitUsage
 from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
-from ..store.contract import HeldJob, QueueFigures, Store
+from ..store.contract import QueueFigures, Store
 from ..store.registry_rows import Published
 from ..store.views import MinuteCounts
 from ..worker.parent_pulse import ParentPulse
 from .children import ChildProcess, RunningJob
-from .decisions import holder_may_run
 from .heartbeat import HeartbeatWatch, children_text
+from .holders import holder_still_runs
 from .limits import SupervisorLimits
 from .rollup import Rollup
 from .strays import StrayChecks, spare
 
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
+RESULTS_EXPIRED_BATCH = 1000   # expired results cleared per recovery pass, at most
 
 Result = TypeVar("Result")
 # Why we wrote a job's completion when its child was forked with it (leases.py too).
@@ -48,27 +47,6 @@ class HandBack(NamedTuple):
     lease: Lease
     cause: str
     charge: bool   # does the death count against the job?
-
-
-def holder_still_runs(held: HeldJob) -> bool:
-    """Does the child that claimed this job of a silent supervisor still run here?
-    Then its job must not be handed out again while it runs (decisions.holder_may_run)."""
-    return holder_may_run(held.worker, held.seconds_since_write, os.uname().nodename,
-                          process_started_at, time.time())
-
-
-def process_started_at(pid: int) -> Optional[float]:
-    """When the live process `pid` started (Unix time); None when there is none. One
-    we may not inspect counts as started long ago: it may be the holder."""
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return process.create_time()
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.AccessDenied:
-        return 0.0
 
 
 def error_text(exc: BaseException) -> str:
@@ -90,6 +68,12 @@ def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int], why
         completed_now = job.lease.job_id in completed
         event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
               job_id=job.lease.job_id, type=job.type, why=why)
+
+
+def published(config: Any) -> Published:
+    """What the registry row says of us beside the heartbeat: the job types handled
+    here (limits.declared.handled_types) and the heartbeat interval."""
+    return Published.of(handled_types(), config.heartbeat_interval)
 
 
 class Upkeep:
@@ -239,13 +223,18 @@ class Upkeep:
                       count=len(returned), job_ids=returned)
 
     def recover_when_due(self, now: float) -> None:
-        """Return expired leases (a host that vanished) every half lease, at most 30 s."""
+        """Return expired leases (a host that vanished) and clear a batch of expired
+        results (never read once expired: this keeps their rows small) every half
+        lease, at most 30 s."""
         if now < self.next_recover_at:
             return
         self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
         recovered = self._with_store(lambda store: store.recover_expired())
         if recovered:
             event("leases_recovered", count=recovered)
+        expired = self._with_store(lambda store: store.expire_results(RESULTS_EXPIRED_BATCH))
+        if expired:
+            event("results_expired", count=expired)
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job (a schedule's tick); its id, or False when the database is away."""
@@ -297,7 +286,7 @@ class Upkeep:
         started = time.monotonic()
         self.process_id = store.register_process(
             socket.gethostname(), os.getpid(), self.config.queues, workers, __version__,
-            self.published())
+            published(self.config))
         self.publish_due = False
         self.pulse.beat(started)   # a first heartbeat, for the children (worker/parent_pulse.py)
         listening: dict[str, Any] = {}   # Any: never taken for `level`
@@ -331,16 +320,11 @@ class Upkeep:
                                                         self.config, self.last_error)
         return rejoined
 
-    def published(self) -> Published:
-        """What the registry row says of us beside the heartbeat: the job types handled
-        here (limits.declared.handled_types) and the heartbeat interval."""
-        return Published.of(handled_types(), self.config.heartbeat_interval)
-
     def publish_when_due(self) -> None:
         """After a reload, put its job types and interval in our row (again on the next
         heartbeat while the database is away)."""
         if self.publish_due and self._with_store(
-                lambda store: store.publish(self.process_id, self.published())) is not False:
+                lambda store: store.publish(self.process_id, published(self.config))) is not False:
             self.publish_due = False
 
     def control_when_due(self, now: float

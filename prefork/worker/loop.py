@@ -14,9 +14,10 @@ from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 from .. import registry
 from ..errors import CommandFailed, CommitConflict, JobCancelled, JobTimeout, LeaseLost
 from ..errors import QuickStop, RejectedJob
-from ..failures import ErrorWriter
+from ..failures import ErrorWriter, FailedAttempt, failed_attempt
 from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
+from ..results import KeptResult
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
 from .hooks import HookRunner
@@ -24,6 +25,7 @@ from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
 from .listener import QuietListener, WorkerListener
+from .returned import results_to_keep, run_of
 
 FIRST_IDLE_SLEEP = 0.05
 
@@ -194,7 +196,7 @@ class Worker:
             if job.id in completed_ids:
                 log_completed(job, seconds)
             else:
-                self.lease_lost(job)
+                lease_lost(job)
         self.unsaved = []
         self.listener.saved(lost)
 
@@ -225,9 +227,10 @@ class Worker:
         self.listener.busy(job)   # first: the parent must know what we run
         self.limited.started(job)
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
+        job.run = run_of(self.identity, self.config)
         started = self.clock.start()
         try:
-            self.run_handler(job)
+            results = self.run_handler(job)
         except JobCancelled:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
@@ -242,31 +245,31 @@ class Worker:
         if job.finished:
             log_completed(job, time.monotonic() - started)
             return Outcome.DONE, None, False
-        if self.parent_completes:
+        if not results and self.parent_completes:   # (a result is ours to write: returned.py)
             return Outcome.UNSAVED, None, False
-        if self.held and self.supervised and not self.hooks.completes_alone():
+        if not results and self.held and self.supervised and not self.hooks.completes_alone():
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return Outcome.UNSAVED, None, False
-        return self.complete_batch(job, started, not self.held and chain_next())
+        return self.complete_batch(job, started, not self.held and chain_next(), results)
 
-    def complete_batch(self, job: Job, started: float, claim_next: bool
-                       ) -> tuple[Outcome, Optional[Job], bool]:
-        """Write the completions of the batch's jobs and this (its last) one, with
-        the next claim in the same round trip and commit when claim_next."""
+    def complete_batch(self, job: Job, started: float, claim_next: bool,
+                       results: Sequence[KeptResult]) -> tuple[Outcome, Optional[Job], bool]:
+        """Write the completions of the batch's jobs and this one (its last, or one with
+        a result), with the next claim when claim_next, in one round trip and commit."""
         leases = leases_of(self.unsaved, job)
         if claim_next:
             completed, claimed = self.store.complete_and_claim(
                 leases, self.config.queues, self.identity, self.config.lease_seconds,
-                process_id=self.process_id, limit=self.batch_size())
+                process_id=self.process_id, limit=self.batch_size(), results=results)
         else:
-            completed, claimed = self.store.complete_many(leases), []
+            completed, claimed = self.store.complete_many(leases, results), []
         if self.unsaved:
             self.save_completions(completed)
         next_job = self.take(claimed)
         queue_empty = claim_next and next_job is None
         if job.id not in completed:
-            return self.lease_lost(job), next_job, queue_empty
+            return lease_lost(job), next_job, queue_empty
         log_completed(job, time.monotonic() - started)
         return Outcome.DONE, next_job, queue_empty
 
@@ -287,19 +290,21 @@ class Worker:
         error_detail setting says (our own messages as they are), and in the log
         where it was raised."""
         if isinstance(exc, LeaseLost):
-            return self.lease_lost(job)
+            return lease_lost(job)
         if isinstance(exc, CommitConflict):   # contention, not the job's failure
             if self.give_back(job, "job_conflict_released", error=str(exc)):
                 return Outcome.RELEASED
-            return self.lease_lost(job)
+            return lease_lost(job)
         decision = registry.rules(job.type).decide(exc, job.attempt, job.max_attempts,
                                                    self.policy)
         ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
         error = str(exc) if ours else self.errors.describe(exc)
+        traceback = self.errors.traceback(exc)
         self.hooks.failed(job, exc, error, decision.delay)
-        return self.record_failure(job, error, decision, self.errors.traceback(exc))
+        return self.record_failure(job, error, decision, traceback, failed_attempt(exc, traceback))
 
-    def run_handler(self, job: Job) -> None:
+    def run_handler(self, job: Job) -> list[KeptResult]:
+        """Run the job's handler; the result to keep with its completion (returned.py)."""
         handler = registry.lookup(job.type)
         if handler is None:
             raise RejectedJob("unknown job type")
@@ -312,21 +317,22 @@ class Worker:
             self.cancels.check()
             with soft_deadline(soft_timeout), \
                     (_around_job(job) if _around_job else nullcontext()):
-                handler(job)
+                returned = handler(job)
         finally:
             self.running_handler = False
+        return results_to_keep(job, returned)
 
     def release_interrupted(self, job: Job) -> Outcome:
         if job.finished:
             return Outcome.DONE
         if self.give_back(job, "claim_released_on_shutdown", interrupted=True):
             return Outcome.RELEASED
-        return self.lease_lost(job)
+        return lease_lost(job)
 
-    def record_failure(self, job: Job, error: str, decision: Decision,
-                       traceback: str) -> Outcome:
-        if not self.store.fail(job, error, decision):
-            return self.lease_lost(job)
+    def record_failure(self, job: Job, error: str, decision: Decision, traceback: str,
+                       failure: Optional[FailedAttempt] = None) -> Outcome:
+        if not self.store.fail(job, error, decision, failure):
+            return lease_lost(job)
         if decision.dead:
             event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
                   traceback=traceback)
@@ -335,10 +341,10 @@ class Worker:
               retry_in_s=round(decision.delay, 3), traceback=traceback)
         return Outcome.RETRY
 
-    @staticmethod
-    def lease_lost(job: Job) -> Outcome:
-        event("job_lease_lost", job_id=job.id, type=job.type)
-        return Outcome.LOST
+
+def lease_lost(job: Job) -> Outcome:
+    event("job_lease_lost", job_id=job.id, type=job.type)
+    return Outcome.LOST
 
 
 def leases_of(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:

@@ -58,7 +58,9 @@ def test_each_public_name_is_its_modules_object_once_used():
                       ("CancelReport", "cancellation"), ("PermanentError", "errors"),
                       ("LeaseLost", "errors"), ("JobCancelled", "errors"),
                       ("on_success", "registry"), ("on_failure", "registry"),
-                      ("on_dead", "registry"), ("JobAttempt", "worker.attempt")]}
+                      ("on_dead", "registry"), ("JobAttempt", "worker.attempt"),
+                      ("result", "client"), ("JobFailed", "errors"),
+                      ("JobNotFinished", "errors")]}
     assert version.count(".") == 2 and set(names) <= set(listed)
 
 

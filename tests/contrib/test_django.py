@@ -69,7 +69,7 @@ def test_failures_retry_then_read_failed_with_their_class(project):
     failed = project.wait_result(fails, "FAILED")
     assert failed["attempts"] == 2   # OPTIONS max_attempts
     assert failed["errors"] == ["builtins.ValueError"] * 2
-    assert failed["tracebacks"] == ["", ""]   # not kept unless OPTIONS allow it
+    assert failed["tracebacks"] == ["", ""]   # not shown: OPTIONS store_traceback False
     assert failed["finished_at"] is not None
     recovered = project.wait_result(recovers, "SUCCESSFUL")
     assert recovered["return_value"] == 2   # the context's attempt number
@@ -85,11 +85,18 @@ def test_failures_retry_then_read_failed_with_their_class(project):
     assert failed_list.returncode == 0 and "return value is 5002 bytes" in failed_list.stdout
 
 
-def test_tracebacks_are_kept_when_the_options_allow_it(project):
+def test_the_tracebacks_the_worker_kept_are_in_the_result_when_the_options_allow_it(project):
     fails = project.enqueue("always_fails")
-    project.supervisor(PQ_TEST_TRACEBACK="1")
+    project.env["PQ_TEST_TRACEBACK"] = "1"   # OPTIONS store_traceback: get_result() shows them
+    project.supervisor()
     failed = project.wait_result(fails, "FAILED")
-    assert all("ValueError: card 4111 declined" in text for text in failed["tracebacks"])
+    assert len(failed["tracebacks"]) == 2
+    assert all(text.startswith("Traceback (most recent call last):")
+               and text.endswith("ValueError: card 4111 declined\n") for text in failed["tracebacks"])
+    shown = project.cli("show", fails, "--traceback")
+    assert shown.returncode == 0, shown.stderr
+    kept = shown.stdout.split("\n--- attempt ")[1:]   # after the JSON, one per attempt
+    assert [text.splitlines()[-1] for text in kept] == ["ValueError: card 4111 declined"] * 2
 
 
 def test_run_after_delays_and_priorities_order(project):

@@ -17,7 +17,7 @@ from harness import supervisor_starter, wait_gone
 
 from prefork.jobs import new_job
 from prefork.logs import current_host_pid
-from prefork.supervisor.upkeep import holder_still_runs
+from prefork.supervisor.holders import holder_still_runs
 
 FAST_REGISTRY = ("--heartbeat-interval", "0.3", "--supervisor-timeout", "2")
 

@@ -4,7 +4,7 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
-from ...jobs import FINISHED_STATES, JobStatus
+from ...jobs import FINISHED_STATES, JobStatus, utc_now
 from . import compat, enqueued, execution
 from .enqueued import aware
 from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
@@ -33,6 +33,7 @@ class AttemptRow(NamedTuple):
     return_value: str | None
     exception_class_path: str | None
     traceback: str | None
+    expires_at: Any
 
 
 def read(backend_alias: str, database: str, result_id: str) -> Any:
@@ -64,6 +65,8 @@ def _result(registered: Any, result_id: str, job: JobRow,
     payload = json.loads(job.payload)
     status = JobStatus(job.status)
     task = enqueued.task_of(registered, job.queue, payload)
+    # What get_result() shows is the reading backend's choice (its store_traceback).
+    shows_tracebacks = enqueued.backend_named(task.backend).prefork_options.store_traceback
     running = status is JobStatus.RESERVED
     starts = [_time(row.started_at) for row in attempts] + ([_time(job.updated_at)] if running
                                                             else [])
@@ -76,12 +79,15 @@ def _result(registered: Any, result_id: str, job: JobRow,
         else None,
         args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=task.backend,
         errors=[compat.TaskError(exception_class_path=row.exception_class_path,
-                                 traceback=row.traceback or "")
+                                 traceback=_as_printed(row.traceback) if shows_tracebacks
+                                 else "")
                 for row in attempts if row.exception_class_path],
         worker_ids=_worker_ids(job, attempts, running))
-    done = [row.return_value for row in attempts if row.return_value is not None]
-    if status is JobStatus.DONE and done:
-        object.__setattr__(result, "_return_value", json.loads(done[-1]))
+    now = utc_now()
+    kept = [row.return_value for row in attempts
+            if row.return_value is not None and not _expired(row.expires_at, now)]
+    if status is JobStatus.DONE and kept:
+        object.__setattr__(result, "_return_value", json.loads(kept[-1]))
     return result
 
 
@@ -94,8 +100,20 @@ def _worker_ids(job: JobRow, attempts: Sequence[AttemptRow], running: bool) -> l
     return workers + [job.locked_by or ""] * missing
 
 
+def _expired(expires_at: Any, now: datetime) -> bool:
+    """Whether a result kept until expires_at (None: as long as its job) is gone."""
+    until = _time(expires_at)
+    return until is not None and until <= now
+
+
 def _time(value: Any) -> datetime | None:
     """A stored time (MySQL's DATETIME, or SQLite's text) as a naive UTC datetime."""
     if value is None or isinstance(value, datetime):
         return value
     return datetime.fromisoformat(str(value))
+
+
+def _as_printed(traceback: str | None) -> str:
+    """A kept traceback as Python prints one (Django's TaskError has it so): ending in
+    a newline."""
+    return f"{traceback}\n" if traceback else ""

@@ -18,12 +18,10 @@ from .queries import (
     CONTROL,
     COUNT_FINISHED,
     DISCARD_DEAD,
-    DISCARD_DEAD_RESULTS,
     DONE_SINCE,
     LIVE_COUNTS,
     PAUSED_QUEUES,
     PRUNE_FINISHED,
-    PRUNE_FINISHED_RESULTS,
     PRUNE_PROCESSES,
     REQUEST_RESTART,
     RESTART_REQUESTED,
@@ -42,6 +40,7 @@ from .registry_queries import (
     SILENT,
     STOP,
 )
+from .result_queries import DISCARD_DEAD_RESULTS, PRUNE_FINISHED_RESULTS
 from .session import MySQLSession, micros
 
 

@@ -2,7 +2,8 @@
 its parts (session.py: the connection and its transactions; lifecycle.py: claims,
 completions and leases; limits.py: the limits' rules and the limited claim;
 cancel.py: cancellation; operations.py: the operator tables; dashboard.py: the
-dashboard's reads and the per-minute rollup; file.py: the file,
+dashboard's reads and the per-minute rollup; results.py: every job's result and
+failed attempts; file.py: the file,
 its DSN and its time stamps), and holds the schema, the producing and the
 inspection of jobs itself. Every statement is named in queries.py (or the
 queries module of its part).
@@ -54,6 +55,7 @@ from .cancel import cancel_on as cancel_on   # for prefork.cancel
 from .dashboard import SQLiteDashboard
 from .limits import SQLiteLimits
 from .operations import SQLiteOperations
+from .results import SQLiteResults
 from .queries import (
     COUNTS,
     CREATE_MIGRATIONS,
@@ -75,7 +77,7 @@ from .wakeups import SQLiteWakeups
 
 
 class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
-                  SQLiteWakeups):
+                  SQLiteWakeups, SQLiteResults):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
