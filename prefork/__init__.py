@@ -17,7 +17,10 @@ Application API::
     conn.commit()                           # report.cancelled, .stopping, .finished, .missing
 
     with prefork.Client() as client:     # a script: its own connection, the configured DSN
-        client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
+        job_id = client.enqueue("report.generate", {"id": 7})   # inserts, commits and rings
+        client.result(job_id, wait=30)   # what the handler returned, once done
+
+    prefork.result(job_id)   # the same on the configured DSN's default Client
 
 `conn` is the application's connection to the queue database, in its open
 transaction: a DB-API connection of PyMySQL, mysqlclient, mysql-connector-python
@@ -43,8 +46,8 @@ Running enqueued jobs inline in an application's tests: `import prefork.testing`
 from importlib import metadata
 
 from .cancellation import CancelReport
-from .client import Client, Connection, cancel, enqueue, notify
-from .errors import JobCancelled, LeaseLost, PermanentError
+from .client import Client, Connection, cancel, enqueue, notify, result
+from .errors import JobCancelled, JobFailed, JobNotFinished, LeaseLost, PermanentError
 from .jobs import Job
 from .registry import handler
 from .workflows.api import Batch, enqueue_workflow, open_batch, workflow_progress
@@ -54,7 +57,7 @@ from .workflows.spec import chain, group, job
 # The one version literal is setup.cfg's; an installed package (wheel or editable) has it
 # in its metadata.
 __version__ = metadata.version("prefork-queue")
-__all__ = ["handler", "enqueue", "cancel", "notify", "Client", "Job", "CancelReport",
-           "PermanentError", "LeaseLost", "JobCancelled",
+__all__ = ["handler", "enqueue", "cancel", "notify", "result", "Client", "Job", "CancelReport",
+           "PermanentError", "LeaseLost", "JobCancelled", "JobFailed", "JobNotFinished",
            "job", "chain", "group", "enqueue_workflow", "open_batch", "Batch",
            "workflow_progress", "Enqueued", "Progress", "Policy", "OnDead"]

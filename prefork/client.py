@@ -5,12 +5,15 @@ Client that holds its own connection to the configured queue database.
     prefork.cancel(conn, job_ids)      likewise: cancels with the caller's commit
     prefork.Client(dsn).enqueue(...)   opens, inserts, commits and rings by itself
     prefork.Client(dsn).cancel(ids)    opens, cancels and commits by itself
+    prefork.Client(dsn).result(id)     a done job's result (waiting for it if asked)
     enqueue_task(job_type, ...)        the process's default Client (task.enqueue(...))
+    result(job_id, wait=...)           the default Client's result() (prefork.result)
 
 A Client never creates a queue database (only `run` and `migrate` do): a DSN
 without the queue schema raises NoQueueDatabase naming it. No connection crosses
 a fork: a Client used in a forked child opens its own.
 """
+import math
 import os
 import sys
 import threading
@@ -23,8 +26,8 @@ from typing import Any, Callable, Iterable, TypeVar, cast
 from . import connections
 from .cancellation import CancelReport
 from .config import Config, load
-from .errors import UserError
-from .jobs import NewJob, Payload, check_key, new_job
+from .errors import JobFailed, JobNotFinished, UserError
+from .jobs import FINISHED_STATES, JobStatus, NewJob, Payload, check_key, new_job
 from .store import driver_errors, open_store
 from .store.contract import Store
 from .store.mysql import wakeups as mysql_wakeups
@@ -42,6 +45,9 @@ Result = TypeVar("Result")
 # server may have closed it meanwhile (MySQL's wait_timeout, a restart, a failover),
 # and an enqueue on a dead connection cannot be retried safely (it may have run).
 IDLE_REOPEN_SECONDS = 60.0
+# result(wait=...) looks at the job this often: the first look after 50 ms, each
+# next one later by half, at most every half second.
+RESULT_POLL = (0.05, 1.5, 0.5)
 
 
 def enqueue(conn: Connection, job_type: str, payload: Payload = None, *, queue: str = "default",
@@ -207,6 +213,29 @@ class Client:
             raise UserError(f"no workflow {workflow_id}")
         return progress
 
+    def result(self, job_id: int, wait: float = 0.0) -> Any:
+        """The result of a done job: what its handler returned (JSON: dicts, lists,
+        strings, numbers, booleans), or None when it returned None or its result
+        expired (result_ttl after it was done). With `wait` (seconds), waits that long
+        at most for the job to finish, looking at it every half second at most.
+
+        Raises JobNotFinished when it has not finished (in time), JobFailed when it
+        ended dead or cancelled, and UserError when there is no such job."""
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise UserError(f"a job id is a whole number, not {job_id!r}")
+        if not isinstance(wait, (int, float)) or not 0 <= wait < math.inf:
+            raise UserError(f"wait must be a number of seconds of at least 0, not {wait!r}")
+        deadline, pause = time.monotonic() + wait, RESULT_POLL[0]
+        while True:
+            finished = self._with_store(lambda store: _finished_result(store, job_id))
+            if finished is not None:
+                return finished[0]
+            if time.monotonic() + pause > deadline:
+                raise JobNotFinished(f"job {job_id} has not finished"
+                                     + (f" within {wait:g}s" if wait else ""))
+            time.sleep(pause)
+            pause = min(pause * RESULT_POLL[1], RESULT_POLL[2])
+
     def close(self) -> None:
         """Close the connection; a later enqueue opens a new one."""
         with self._lock:
@@ -257,6 +286,20 @@ class Client:
             self._store = None
 
 
+def _finished_result(store: Store, job_id: int) -> tuple[Any] | None:
+    """(its result,) of a done job; None while it has not finished."""
+    job = store.get(job_id)
+    if job is None:
+        raise UserError(f"no job {job_id}")
+    status = JobStatus(job["status"])
+    if status not in FINISHED_STATES:
+        return None
+    if status is not JobStatus.DONE:
+        raise JobFailed(f"job {job_id} is {status}: {job['last_error'] or 'no error recorded'}")
+    kept = store.job_result(job_id)
+    return (None if kept is None else kept.value,)
+
+
 # Every Client alive in this process, for the fork hook below.
 _LIVE_CLIENTS: "weakref.WeakSet[Client]" = weakref.WeakSet()
 _default: Client | None = None
@@ -295,3 +338,8 @@ def enqueue_task(job_type: str, payload: Payload = None, **options: Any) -> int:
     """Enqueue with the default Client (what a handler's `.enqueue(...)` calls): opens,
     inserts, commits and rings by itself. Options as Client.enqueue()'s."""
     return default_client().enqueue(job_type, payload, **options)
+
+
+def result(job_id: int, wait: float = 0.0) -> Any:
+    """prefork.result(): Client.result() of the default Client (the configured DSN)."""
+    return default_client().result(job_id, wait)

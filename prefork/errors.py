@@ -58,3 +58,12 @@ class CommandFailed(Exception):
     """A command job's program failed: "command exited 3", "command killed by SIGKILL".
     Its message is ours, never the program's output, so it may be stored as
     last_error; a failed attempt, retried."""
+
+
+class JobNotFinished(Exception):
+    """Client.result(): the job has not finished yet (within the time it was given)."""
+
+
+class JobFailed(Exception):
+    """Client.result(): the job ended without a result, dead or cancelled; the message
+    says which, and its last error (as the job row keeps it)."""

@@ -107,6 +107,11 @@ class Event(enum.StrEnum):
                   "error_detail); the job is retried after a backoff")
     JOB_DEAD = ("job_dead", INFO, "an attempt failed (its error and traceback) and the job "
                 "is dead (no retry left, or its retry rules say so)")
+    JOB_RESULT_NOT_KEPT = ("job_result_not_kept", WARNING,
+                           "a handler returned a result after its job.transaction() had "
+                           "committed: too late to keep it (set job.result inside the block)")
+    RESULTS_EXPIRED = ("results_expired", INFO,
+                       "the supervisor cleared results older than result_ttl")
     JOB_LEASE_LOST = ("job_lease_lost", INFO,
                       "a job's lease was lost: its result is void, another worker owns it")
     JOB_CANCELLED = ("job_cancelled", INFO,
@@ -183,9 +188,6 @@ class Event(enum.StrEnum):
                     "Django was set up in the supervisor; its tasks are registered as handlers")
     DJANGO_MIGRATED = ("django_migrated", INFO,
                        "manage.py migrate applied the queue's schema versions to a database")
-    DJANGO_TASK_ERROR_UNSAVED = ("django_task_error_unsaved", WARNING,
-                                 "a failed task attempt's error could not be written for "
-                                 "get_result() (the failure itself is recorded)")
     # -- the dashboard (prefork/dashboard/) --------------------------------------------------
     DASHBOARD_STARTED = ("dashboard_started", INFO,
                          "the dashboard listens: its address, URL prefix, read-only or not")

@@ -1,22 +1,29 @@
 """What a failed attempt leaves behind: its error text for the job row (the class
 and message, credentials masked and cut to a bound, or the class only), its
-traceback for the worker's log, and the job's short history of failed attempts.
+traceback for the worker's log and for the job (which keeps its last
+TRACEBACKS_KEPT attempts' ones), and the job's short history of failed attempts.
 
-`error_detail = class` keeps everything we write (row, history, log lines) to
-the class, for teams whose exception messages may carry personal data; the
-log's traceback then keeps its frames and ends in the class alone.
+`error_detail = class` keeps everything we write (row, history, log lines,
+tracebacks) to the class, for teams whose exception messages may carry personal
+data; a traceback then keeps its frames and ends in the class alone.
 """
 import enum
 import json
 import re
 import traceback
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import quote
+
+from .times import utc_iso
 
 MAX_ERROR_LENGTH = 1000   # characters of an error kept in the row and the history
 CUT = "\u2026"            # ends an error cut to MAX_ERROR_LENGTH (an ellipsis)
 MASK = "***"
 HISTORY_LENGTH = 10       # failed attempts a job keeps, newest last
+TRACEBACKS_KEPT = 3       # failed attempts whose traceback a job keeps, the last ones
+TRACEBACK_CHARS = 20_000  # characters of a kept traceback: its end (where it was raised)
+CLASS_PATH_LENGTH = 255   # characters of an exception's class path (its column's width)
 # The password of a URL's userinfo: scheme://user:PASSWORD@host
 URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*):[^\s@/]*@")
 DRIVER_MODULES = ("pymysql.err", "sqlite3")
@@ -63,6 +70,42 @@ def full_text(exc: BaseException) -> str:
         return database_error(exc)
     message = message_of(exc)
     return f"{error_class(exc)}: {message}" if message else error_class(exc)
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """What a job keeps of a failed attempt beside its error: the exception's class
+    path (module.qualname, builtins named so: an importable name, never a message)
+    and its traceback, as the log has it, cut to its last TRACEBACK_CHARS."""
+    class_path: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class AttemptTraceback:
+    """A failed attempt's traceback, as a job keeps it (Store.failed_attempts())."""
+    attempt: int
+    worker: str              # host:pid that ran it
+    finished_at: datetime    # naive UTC
+    class_path: str
+    traceback: str
+
+
+def class_path(exc: BaseException) -> str:
+    cls = type(exc)
+    return storable(f"{cls.__module__}.{cls.__qualname__}")[:CLASS_PATH_LENGTH]
+
+
+def kept_traceback(text: str) -> str:
+    """The traceback, storable, its last TRACEBACK_CHARS characters (starting with CUT
+    when cut)."""
+    text = storable(text)
+    return text if len(text) <= TRACEBACK_CHARS else CUT + text[-(TRACEBACK_CHARS - len(CUT)):]
+
+
+def failed_attempt(exc: BaseException, traceback_text: str) -> FailedAttempt:
+    """What a job keeps of a failure whose traceback (ErrorWriter.traceback()) is this."""
+    return FailedAttempt(class_path(exc), kept_traceback(traceback_text))
 
 
 class ErrorWriter:
@@ -115,9 +158,7 @@ def appended_history(history: str | None, attempt: int, at: datetime, error: str
     """A job's history of failed attempts (JSON text: [{attempt, at, error}], oldest
     first) with this one added, keeping the last HISTORY_LENGTH. `at` is naive UTC."""
     entries = parsed_history(history)
-    entries.append({"attempt": attempt,
-                    "at": at.replace(tzinfo=timezone.utc).isoformat(timespec="milliseconds"),
-                    "error": error})
+    entries.append({"attempt": attempt, "at": utc_iso(at), "error": error})
     return json.dumps(entries[-HISTORY_LENGTH:], ensure_ascii=False, separators=(",", ":"))
 
 

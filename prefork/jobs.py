@@ -86,6 +86,17 @@ class Lease(NamedTuple):
         return member_token(self.token)
 
 
+@dataclass(frozen=True)
+class JobRun:
+    """One attempt of a claimed job, as its worker starts it: who runs it, since when
+    (naive UTC), and how long its result is kept and how big it may be (the
+    result_ttl and max_result_bytes settings)."""
+    worker: str
+    started_at: datetime
+    result_ttl: float
+    max_result_bytes: int
+
+
 class CompletionStore(Protocol):
     """What a Job needs of the store it was claimed from (see store/contract.py)."""
 
@@ -106,6 +117,10 @@ class Job:
     crashes: int = 0
     payload: dict[str, Any] = field(default_factory=dict, repr=False)   # set by decode_payload
     finished: bool = False   # set once the completion transaction committed
+    # What the handler returned, or set before its job.transaction() block ended:
+    # JSON, kept with the job's completion for result_ttl (None: nothing is kept).
+    result: Any = field(default=None, repr=False)
+    run: JobRun | None = field(default=None, repr=False, compare=False)   # set by the worker
     _store: CompletionStore | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -123,7 +138,9 @@ class Job:
 
         Write the job's business effect with it; the effect and the completion
         commit together, and both are rolled back (LeaseLost raised) when the
-        lease was lost to another worker. The cursor is the backend's own
+        lease was lost to another worker. A result to keep is set as `job.result`
+        inside the block: it commits with them (what the handler returns after the
+        block is too late to be kept). The cursor is the backend's own
         (PyMySQL, or sqlite3 on SQLite); on both it takes `%s` placeholders.
         """
         if self._store is None:

@@ -5,7 +5,7 @@ The store only records the decision; nothing here touches the database.
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import Config
 from .errors import PermanentError
@@ -21,6 +21,9 @@ Backoff = Callable[[int], object] | float
 class Decision:
     dead: bool
     delay: float  # seconds until the job is ready again (0 when dead)
+    # The attempts the job gets under its type's rules, written to its row with the
+    # failure so that the row shows the limit that applies (None: the row's own).
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,10 +103,12 @@ class RetryRules:
     def decide(self, exc: BaseException, attempt: int, max_attempts: int,
                policy: "RetryPolicy") -> Decision:
         """The decision after attempt `attempt` of a job failed with exc."""
-        decision = policy.decide(attempt, self.limit(max_attempts), self.permanent(exc))
+        limit = self.limit(max_attempts)
+        decision = replace(policy.decide(attempt, limit, self.permanent(exc)),
+                           max_attempts=limit)
         if decision.dead or self.backoff is None:
             return decision
-        return Decision(dead=False, delay=self.own_delay(attempt, decision.delay))
+        return replace(decision, delay=self.own_delay(attempt, decision.delay))
 
     def own_delay(self, attempt: int, configured: float) -> float:
         """The handler's backoff after failed attempt `attempt`; `configured` (the

@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from .jobs import QUEUE_PATTERN
+from .jobs import MAX_DELAY, QUEUE_PATTERN
 
 ENV_PREFIX = "PREFORK_QUEUE_"
 FILE_SECTION = "prefork-queue"
@@ -21,6 +21,9 @@ MAX_CLAIM_BATCH = 64
 # and read by every claim (one parameter a queue), so it must stay bounded.
 MAX_QUEUES = 1000
 MASK = "********"
+# A result's JSON travels in one statement: well under the servers' default
+# max_allowed_packet (MySQL 8: 64 MiB, MariaDB: 16 MiB).
+MAX_RESULT_BYTES = 8 * 1024 * 1024
 
 
 def _positive_int(text: str) -> int:
@@ -59,6 +62,20 @@ def _positive_float(text: str) -> float:
         raise ValueError("must be greater than 0")
     if not math.isfinite(value):
         raise ValueError("must be a finite number")
+    return value
+
+
+def _result_ttl(text: str) -> float:
+    value = _non_negative_float(text)
+    if value > MAX_DELAY:
+        raise ValueError(f"must be at most {MAX_DELAY} (100 years)")
+    return value
+
+
+def _result_bytes(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_RESULT_BYTES:
+        raise ValueError(f"must be at most {MAX_RESULT_BYTES}")
     return value
 
 
@@ -154,11 +171,19 @@ SETTINGS: list[Setting] = [
             "jobs", metavar="S"),
     Setting("max_payload_bytes", _positive_int, 65536, "Largest JSON payload accepted, in bytes.",
             "jobs", metavar="BYTES"),
+    Setting("result_ttl", _result_ttl, 86400.0, "Seconds a job's result (what its handler "
+            "returned, as JSON) is kept after the job is done, for Client.result(), `show` and "
+            "the dashboard; the supervisors clear expired ones. 0: results are not kept.",
+            "jobs", metavar="S"),
+    Setting("max_result_bytes", _result_bytes, 65536, "Largest result kept, in bytes of its "
+            f"JSON (at most {MAX_RESULT_BYTES}); a larger one, or one that is not JSON, fails the "
+            "job for good.", "jobs", metavar="BYTES"),
     Setting("error_detail", _choice("message", "class"), "message", "What a failed attempt's "
             "error keeps in the job row: the exception's class and message (cut to a bounded "
             "length, with credentials masked), or its class only, for handlers whose messages "
-            "may carry personal data. The worker's log has the traceback either way (under "
-            "class: its frames and the class, no message).",
+            "may carry personal data. The tracebacks follow it too, in the worker's log and "
+            "those the job keeps of its last failed attempts (under class: their frames and "
+            "the class, no message).",
             "jobs"),
     Setting("lease_seconds", _positive_float, 60.0, "How long a claim is valid before another "
             "worker may take the job back (extended while the job runs).", "jobs", metavar="S"),

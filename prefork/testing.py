@@ -34,6 +34,7 @@ from typing import Any, Iterator, Sequence
 
 from .client import Client, set_default_client
 from .config import Config, load
+from .failures import FailedAttempt
 from .jobs import Job, Lease, Outcome, Payload
 from .limits.declared import declared_rules, handled_types
 from .limits.rules import LimitRule
@@ -160,9 +161,10 @@ class _QuickRetries:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+    def fail(self, job: Job, error: str, decision: Decision,
+             failure: FailedAttempt | None = None) -> bool:
         return self._store.fail(job, error, replace(decision, delay=min(decision.delay,
-                                                                        RETRY_CAP)))
+                                                                        RETRY_CAP)), failure)
 
 
 class InlineQueue:

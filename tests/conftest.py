@@ -43,7 +43,8 @@ DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
                    "test_operations.py", "test_both_backends.py",
                    "test_limits_store.py", "test_cancel_store.py",
-                   "test_bulk_enqueue.py", "test_claim_scale.py", "test_workflows_store.py"}
+                   "test_bulk_enqueue.py", "test_claim_scale.py", "test_results.py",
+                   "test_workflows_store.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
 

@@ -10,15 +10,15 @@ from typing import Optional
 from .. import logs
 from ..config import Config
 from ..errors import UserError
-from ..failures import HISTORY_LENGTH, parsed_history
+from ..failures import HISTORY_LENGTH, TRACEBACKS_KEPT, AttemptTraceback, parsed_history
 from ..jobs import MAX_ATTEMPTS_LIMIT, JobStatus, new_job
 from ..store import driver_errors
-from ..store.contract import JobRow
+from ..store.contract import JobRow, Store
+from ..times import utc_iso
 from .exit_codes import ExitCode
 from .helpers import checked_store, import_handlers
 from .jobs_file import check_job_types, enqueue_file
 from .parser import command, whole_number
-from .status_report import utc_text
 
 ERROR_WIDTH = 32   # `failed` shows this much of each error
 CUT = "\u2026"      # ends an error `failed` cut (an ellipsis)
@@ -164,14 +164,21 @@ def retry_command(args: argparse.Namespace, config: Config) -> None:
 
 def _show_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=int, metavar="ID")
+    parser.add_argument("--traceback", action="store_true",
+                        help=f"Also print the tracebacks the job keeps of its last "
+                        f"{TRACEBACKS_KEPT} failed attempts, as text after the JSON (what "
+                        "error_detail allows: under `class`, frames and class, no message).")
 
 
-@command("show", "Show one job, as JSON; a ready job that is not due yet says when it runs "
-         "(\"waiting\": \"retrying at TIME\" after a failed attempt, \"delayed until TIME\" "
-         "before its first; UTC); a running job being cancelled says so (\"cancel\": "
-         "\"requested at TIME: its supervisor is stopping it\"). \"error_history\" lists its "
-         f"last {HISTORY_LENGTH} failed attempts (attempt, at, error), oldest first.",
-         arguments=_show_arguments)
+@command("show", "Show one job, as JSON, every time in UTC as ISO 8601 with its zone; a ready "
+         "job that is not due yet says when it runs (\"waiting\": \"retrying at TIME\" after "
+         "a failed attempt, \"delayed until TIME\" before its first); a running job being "
+         "cancelled says so (\"cancel\": \"requested at TIME: its supervisor is stopping "
+         f"it\"). \"error_history\" lists its last {HISTORY_LENGTH} failed attempts (attempt, "
+         "at, error), oldest first; \"max_attempts\" is the limit that applies once an "
+         "attempt failed (a handler's own cap included); a done job has its \"result\" "
+         "(what its handler returned; null when nothing, or once expired) and "
+         "\"result_expires_at\".", arguments=_show_arguments)
 def show_command(args: argparse.Namespace, config: Config) -> None:
     store = checked_store(config)
     job = store.get(args.id)
@@ -181,16 +188,38 @@ def show_command(args: argparse.Namespace, config: Config) -> None:
     if job["status"] == JobStatus.READY:   # only then may it be waiting: ask the clock
         job = _with_waiting(job, store.control_state("*")[0])
     if job["status"] == JobStatus.RESERVED and job.get("cancel_requested_at"):
-        job = _after_status(job, "cancel", f"requested at {utc_text(job['cancel_requested_at'])}"
+        job = _after_status(job, "cancel", f"requested at {utc_iso(job['cancel_requested_at'])}"
                                            ": its supervisor is stopping it")
-    print(json.dumps(job, default=str, indent=2))
+    if job["status"] == JobStatus.DONE:
+        job = _with_result(job, store)
+    print(json.dumps({name: utc_iso(value) if isinstance(value, datetime) else value
+                      for name, value in job.items()}, default=str, indent=2,
+                     ensure_ascii=False))
+    if args.traceback:
+        print(tracebacks_text(store.failed_attempts(args.id)))
+
+
+def _with_result(job: JobRow, store: Store) -> JobRow:
+    """A done job with its result and until when it is kept (None: none, or expired)."""
+    kept = store.job_result(job["id"])
+    return {**job, "result": kept and kept.value,
+            "result_expires_at": kept and kept.expires_at}
+
+
+def tracebacks_text(attempts: list[AttemptTraceback]) -> str:
+    """The tracebacks a job keeps as an operator reads them: each under a line naming
+    its attempt, when it failed and where it ran."""
+    if not attempts:
+        return "(no traceback kept: no attempt of this job failed in its handler)"
+    return "\n\n".join(f"--- attempt {attempt.attempt}, failed at {utc_iso(attempt.finished_at)}"
+                        f" on {attempt.worker} ---\n{attempt.traceback}" for attempt in attempts)
 
 
 def _with_waiting(job: JobRow, now: datetime) -> JobRow:
     """A ready job, with "waiting" after its status when it is not due at `now`."""
     if job["available_at"] <= now:
         return job
-    when = utc_text(job["available_at"])
+    when = utc_iso(job["available_at"])
     waiting = f"retrying at {when}" if job["attempts"] else f"delayed until {when}"
     return _after_status(job, "waiting", waiting)
 

@@ -6,11 +6,12 @@ workers do is as of its last heartbeat, and a supervisor silent for more than
 STALE_BEATS heartbeat intervals is marked stale (killed or hung: its row stays
 "running" until another supervisor prunes it)."""
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Sequence
 
 from ..jobs import JobStatus
 from ..limits.rules import NO_KEY, LimitUsage
+from ..times import utc_iso
 
 # {"supervisors": [...], "queues": {name: {column: value}}, "limits": [...]}, as JSON
 # prints it.
@@ -71,8 +72,9 @@ def limits(usage: Sequence[LimitUsage]) -> list[Row]:
 
 
 def utc_text(moment: datetime) -> str:
-    """A store's naive UTC time as ISO 8601 with its zone: 2026-12-01T08:00:00+00:00."""
-    return moment.replace(tzinfo=timezone.utc).isoformat(timespec="seconds")
+    """A store's naive UTC time as every time is shown (times.py):
+    2026-12-01T08:00:00.000+00:00."""
+    return utc_iso(moment)
 
 
 def render(report: Report) -> str:

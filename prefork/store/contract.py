@@ -16,9 +16,10 @@ from typing import Any, Callable, ContextManager
 from ..cancellation import CancelReport
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
-from ..retry import Decision, RetryPolicy
+from ..retry import RetryPolicy
 from ..wakeups import doorbell, remote
 from .strays import HeldJob as HeldJob   # prune_silent's too
+from .outcomes import JobOutcomes
 from .strays import StrayHandBack
 from .workflow_contract import WorkflowStore
 from .workflow_contract import members_apart as members_apart   # the stores' parts use it
@@ -88,7 +89,8 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(StrayHandBack, WorkflowStore):   # abc.ABCs: parts in strays.py, workflow_contract.py
+class Store(StrayHandBack, JobOutcomes, WorkflowStore):   # abc.ABCs: parts in strays.py,
+    # outcomes.py and workflow_contract.py
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 
@@ -145,34 +147,7 @@ class Store(StrayHandBack, WorkflowStore):   # abc.ABCs: parts in strays.py, wor
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
         """How many jobs of these queues could be claimed now (at most `limit` per queue)."""
 
-    def complete(self, job: Job) -> bool:
-        """Mark one job done if the token matches and the lease is live (or it is done
-        already with this lease). False if the lease was lost."""
-        return job.id in self.complete_many([job.lease])
-
-    @abc.abstractmethod
-    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
-        """Complete the jobs of these leases, each fenced as complete() is, in one
-        transaction; the set of ids completed (the others' leases were lost)."""
-
-    @abc.abstractmethod
-    def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
-                           lease_seconds: float, process_id: int | None = None,
-                           limit: int = 1) -> tuple[set[int], list[Job]]:
-        """complete_many(leases) and claim up to `limit` next jobs in one transaction:
-        (ids completed, [Job])."""
-
-    @abc.abstractmethod
-    def completing(self, job: Job) -> ContextManager[Any]:
-        """Context manager yielding a cursor (the driver's) inside the completion
-        transaction. Raises LeaseLost (and rolls back the caller's writes) if the
-        lease was lost."""
-
-    @abc.abstractmethod
-    def fail(self, job: Job, error: str, decision: Decision) -> bool:
-        """Record a failed attempt: dead, or ready again after decision.delay; the
-        error (cut to failures.MAX_ERROR_LENGTH) becomes last_error and is appended
-        to the job's error history. Fenced like complete(); False if the lease was lost."""
+    # (Completions and failures, with what they leave behind: outcomes.py.)
 
     @abc.abstractmethod
     def release(self, job: Job) -> bool:

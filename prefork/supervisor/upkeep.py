@@ -36,6 +36,7 @@ from .strays import StrayChecks, spare
 RETRY_INTERVAL = 1.0        # seconds between reconnection attempts
 RECOVERY_INTERVAL_CAP = 30.0
 ROLLUP_MARGIN = 0.5         # seconds into a minute before the one just over is written
+RESULTS_EXPIRED_BATCH = 1000   # expired results cleared per recovery pass, at most
 
 Result = TypeVar("Result")
 # Why we wrote a job's completion when its child was forked with it (leases.py too).
@@ -236,13 +237,18 @@ class Upkeep:
                       count=len(returned), job_ids=returned)
 
     def recover_when_due(self, now: float) -> None:
-        """Return expired leases (a host that vanished) every half lease, at most 30 s."""
+        """Return expired leases (a host that vanished) and clear a batch of expired
+        results (never read once expired: this keeps their rows small) every half
+        lease, at most 30 s."""
         if now < self.next_recover_at:
             return
         self.next_recover_at = now + min(RECOVERY_INTERVAL_CAP, self.config.lease_seconds / 2)
         recovered = self._with_store(lambda store: store.recover_expired())
         if recovered:
             event("leases_recovered", count=recovered)
+        expired = self._with_store(lambda store: store.expire_results(RESULTS_EXPIRED_BATCH))
+        if expired:
+            event("results_expired", count=expired)
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job (a schedule's tick); its id, or False when the database is away."""

@@ -14,15 +14,17 @@ from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 from .. import registry
 from ..errors import CommandFailed, CommitConflict, JobCancelled, JobTimeout, LeaseLost
 from ..errors import QuickStop, RejectedJob
-from ..failures import ErrorWriter
+from ..failures import ErrorWriter, FailedAttempt, failed_attempt
 from ..jobs import Job, Lease, Outcome
 from ..logs import current_host_pid, event
+from ..results import KeptResult
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
 from .listener import QuietListener, WorkerListener
+from .returned import results_to_keep, run_of
 
 FIRST_IDLE_SLEEP = 0.05
 
@@ -221,9 +223,10 @@ class Worker:
         self.listener.busy(job)   # first: the parent must know what we run
         self.limited.started(job)
         event("job_claimed", job_id=job.id, type=job.type, queue=job.queue, attempt=job.attempt)
+        job.run = run_of(self.identity, self.config)
         started = self.clock.start()
         try:
-            self.run_handler(job)
+            results = self.run_handler(job)
         except JobCancelled:
             self.time_job(started)
             return record_cancelled(self.store, job), None, False
@@ -238,25 +241,25 @@ class Worker:
         if job.finished:
             log_completed(job, time.monotonic() - started)
             return Outcome.DONE, None, False
-        if self.parent_completes:
+        if not results and self.parent_completes:   # (a result is ours to write: returned.py)
             return Outcome.UNSAVED, None, False
-        if self.held and self.supervised:
+        if not results and self.held and self.supervised:
             # More of the batch to run: its completion is written with the last one's.
             self.unsaved.append((job, time.monotonic() - started))
             return Outcome.UNSAVED, None, False
-        return self.complete_batch(job, started, not self.held and chain_next())
+        return self.complete_batch(job, started, not self.held and chain_next(), results)
 
-    def complete_batch(self, job: Job, started: float, claim_next: bool
-                       ) -> tuple[Outcome, Optional[Job], bool]:
-        """Write the completions of the batch's jobs and this (its last) one, with
-        the next claim in the same round trip and commit when claim_next."""
+    def complete_batch(self, job: Job, started: float, claim_next: bool,
+                       results: Sequence[KeptResult]) -> tuple[Outcome, Optional[Job], bool]:
+        """Write the completions of the batch's jobs and this one (its last, or one with
+        a result), with the next claim when claim_next, in one round trip and commit."""
         leases = leases_of(self.unsaved, job)
         if claim_next:
             completed, claimed = self.store.complete_and_claim(
                 leases, self.config.queues, self.identity, self.config.lease_seconds,
-                process_id=self.process_id, limit=self.batch_size())
+                process_id=self.process_id, limit=self.batch_size(), results=results)
         else:
-            completed, claimed = self.store.complete_many(leases), []
+            completed, claimed = self.store.complete_many(leases, results), []
         if self.unsaved:
             self.save_completions(completed)
         next_job = self.take(claimed)
@@ -292,9 +295,11 @@ class Worker:
                                                    self.policy)
         ours = isinstance(exc, (RejectedJob, JobTimeout, CommandFailed))
         error = str(exc) if ours else self.errors.describe(exc)
-        return self.record_failure(job, error, decision, self.errors.traceback(exc))
+        traceback = self.errors.traceback(exc)
+        return self.record_failure(job, error, decision, traceback, failed_attempt(exc, traceback))
 
-    def run_handler(self, job: Job) -> None:
+    def run_handler(self, job: Job) -> list[KeptResult]:
+        """Run the job's handler; the result to keep with its completion (returned.py)."""
         handler = registry.lookup(job.type)
         if handler is None:
             raise RejectedJob("unknown job type")
@@ -307,9 +312,10 @@ class Worker:
             self.cancels.check()
             with soft_deadline(soft_timeout), \
                     (_around_job(job) if _around_job else nullcontext()):
-                handler(job)
+                returned = handler(job)
         finally:
             self.running_handler = False
+        return results_to_keep(job, returned)
 
     def release_interrupted(self, job: Job) -> Outcome:
         if job.finished:
@@ -318,9 +324,9 @@ class Worker:
             return Outcome.RELEASED
         return self.lease_lost(job)
 
-    def record_failure(self, job: Job, error: str, decision: Decision,
-                       traceback: str) -> Outcome:
-        if not self.store.fail(job, error, decision):
+    def record_failure(self, job: Job, error: str, decision: Decision, traceback: str,
+                       failure: Optional[FailedAttempt] = None) -> Outcome:
+        if not self.store.fail(job, error, decision, failure):
             return self.lease_lost(job)
         if decision.dead:
             event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error,

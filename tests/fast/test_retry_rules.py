@@ -1,6 +1,7 @@
 """A job type's own retry rules (@prefork.handler(retry_on=, discard_on=, max_attempts=,
 backoff=)): which failures retry, which are dead at once, how long a retry waits, and
 the one-line refusals of wrong arguments at decoration time."""
+import dataclasses
 import math
 
 import pytest
@@ -16,7 +17,9 @@ DEAD = Decision(dead=True, delay=0.0)
 
 
 def decide(rules, exc, attempt=1, max_attempts=5):
-    return rules.decide(exc, attempt, max_attempts, POLICY)
+    """The decision, without the limit it carries (test_the_decision_carries_the_limit...)."""
+    decision = rules.decide(exc, attempt, max_attempts, POLICY)
+    return dataclasses.replace(decision, max_attempts=None)
 
 
 def test_without_rules_every_failure_retries_until_its_attempts_run_out():
@@ -49,6 +52,13 @@ def test_discard_on_wins_over_retry_on_and_permanent_error_always_wins():
     assert not decide(rules, PermissionError()).dead
     everything = RetryRules.checked(retry_on=Exception)
     assert decide(everything, PermanentError("card declined")) == DEAD
+
+
+def test_the_decision_carries_the_limit_that_applies_for_the_row():
+    capped = RetryRules.checked(max_attempts=3)
+    assert capped.decide(ValueError(), 1, 5, POLICY).max_attempts == 3
+    assert capped.decide(ValueError(), 1, 2, POLICY).max_attempts == 2   # the job's is lower
+    assert RetryRules().decide(ValueError(), 5, 5, POLICY).max_attempts == 5
 
 
 def test_max_attempts_caps_the_jobs_own():

@@ -2,31 +2,30 @@
 path, run with the framework's TaskResult, context and signals; its outcome written
 where get_result() reads it.
 
-A successful attempt's return value is written in the transaction that marks the
-job done (job.transaction()); a failed attempt's exception class (and traceback, if
-the OPTIONS allow it) through Django's connection before the worker records the
-failure and decides on a retry.
+A successful attempt's return value is the job's result (prefork/results.py),
+written in the transaction that marks the job done (job.transaction()), before
+task_finished is sent. A failed attempt is kept by the worker as every job's is
+(its exception's class path and traceback, with the failure, in one transaction).
 """
 import asyncio
 import inspect
 import json
-import logging
-import traceback
 from datetime import datetime, timezone
 from typing import Any
 
-from ... import registry
-from ...errors import JobCancelled, PermanentError, QuickStop, RejectedJob
+from ... import registry, results
+from ...errors import CommitConflict, JobCancelled, LeaseLost, PermanentError, QuickStop
+from ...failures import ErrorDetail, ErrorWriter, class_path, kept_traceback
 from ...jobs import Job, utc_now
-from ...logs import current_host_pid, event
+from ...logs import current_host_pid
 from . import compat
 from .options import Options
-from .queries import INSERT_RESULT
 
-TRACEBACK_CHARS = 20_000   # a stored traceback keeps its last lines within this
+# The worker's own interruptions and a lost completion: no failed attempt of the task.
+NOT_A_FAILURE = (QuickStop, JobCancelled, LeaseLost, CommitConflict)
 
 
-class ResultRefused(RejectedJob):
+class ResultRefused(results.ResultRefused):
     """The return value cannot be stored (not JSON, or over max_result_bytes): the
     task fails for good, since running it again returns the same."""
 
@@ -66,10 +65,6 @@ def stamp(moment: datetime) -> str:
     return moment.isoformat(sep=" ", timespec="microseconds")
 
 
-def class_path(exc: BaseException) -> str:
-    return f"{type(exc).__module__}.{type(exc).__qualname__}"
-
-
 class Attempt:
     """One run of a task in the worker."""
 
@@ -93,15 +88,15 @@ class Attempt:
     def run(self) -> None:
         compat.task_started.send(sender=self.known.sender, task_result=self.result)
         try:
-            text = self.returned_json(self.call())
-        except (QuickStop, JobCancelled):
-            raise   # the worker's own interruptions: no failed attempt to record
+            value = json.loads(self.returned_json(self.call()))
+            with self.job.transaction():
+                self.job.result = value   # kept with the completion (result_ttl)
+        except NOT_A_FAILURE:
+            raise
         except BaseException as exc:   # sys.exit() too: FAILED, as Django's immediate backend
             self.failed(exc)
             raise
-        with self.job.transaction() as cursor:
-            cursor.execute(INSERT_RESULT, self.row(return_value=text))
-        self.finish(compat.TaskResultStatus.SUCCESSFUL, return_value=json.loads(text))
+        self.finish(compat.TaskResultStatus.SUCCESSFUL, return_value=value)
 
     def call(self) -> Any:
         task, result = self.result.task, self.result
@@ -124,39 +119,21 @@ class Attempt:
         return text
 
     def failed(self, exc: BaseException) -> None:
-        """Record the attempt's error; the task reads FAILED once no retry follows."""
-        text = _bounded_traceback(exc) if self.known.options.store_traceback else ""
-        error = compat.TaskError(exception_class_path=class_path(exc), traceback=text)
-        self.result.errors.append(error)
-        self.save_error(error)
+        """The attempt's error in the TaskResult of the signals (the worker keeps it for
+        get_result()); the task reads FAILED once no retry follows. Its traceback there
+        is frames and class only: no message of the exception leaves by a signal."""
+        text = kept_traceback(ErrorWriter(ErrorDetail.CLASS).traceback(exc)) \
+            if self.known.options.store_traceback else ""
+        self.result.errors.append(compat.TaskError(exception_class_path=class_path(exc),
+                                                   traceback=text))
         if isinstance(exc, PermanentError) or self.job.attempt >= self.job.max_attempts:
             self.finish(compat.TaskResultStatus.FAILED)
-
-    def save_error(self, error: Any) -> None:
-        from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
-        database = self.known.options.database
-        try:
-            with transaction.atomic(using=database), connections[database].cursor() as cursor:
-                cursor.execute(INSERT_RESULT, self.row(error=error))
-        except Exception as exc:   # the failure itself is still recorded by the worker
-            event("django_task_error_unsaved", level=logging.WARNING, job_id=self.job.id,
-                  error=type(exc).__name__)
-
-    def row(self, return_value: str | None = None, error: Any = None) -> tuple[Any, ...]:
-        return (self.job.id, self.job.attempt, self.worker, stamp(self.started),
-                stamp(utc_now()), return_value,
-                error.exception_class_path if error else None, error.traceback if error else None)
 
     def finish(self, status: Any, return_value: Any = None) -> None:
         object.__setattr__(self.result, "status", status)
         object.__setattr__(self.result, "finished_at", aware(utc_now()))
         object.__setattr__(self.result, "_return_value", return_value)
         compat.task_finished.send(sender=self.known.sender, task_result=self.result)
-
-
-def _bounded_traceback(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception(exc))
-    return text[-TRACEBACK_CHARS:]
 
 
 def aware(moment: datetime | str | None) -> datetime | None:

@@ -13,7 +13,9 @@ class Options:
     database: str = "default"         # the DATABASES alias holding the queue's tables
     max_attempts: int = 5             # runs of a task before it reads FAILED
     max_result_bytes: int = RESULT_LIMIT   # a larger return value fails the task
-    store_traceback: bool = False     # keep failed attempts' tracebacks (they can hold data)
+    # get_result()'s errors carry the traceback the worker kept of each of the last
+    # failed attempts (as error_detail allows: `class` keeps frames, no message).
+    store_traceback: bool = True
 
     @classmethod
     def parsed(cls, backend_alias: str, raw: Mapping[str, Any]) -> "Options":

@@ -4,7 +4,7 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple, Sequence
 
-from ...jobs import FINISHED_STATES, JobStatus
+from ...jobs import FINISHED_STATES, JobStatus, utc_now
 from . import compat, execution
 from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
 
@@ -32,6 +32,7 @@ class AttemptRow(NamedTuple):
     return_value: str | None
     exception_class_path: str | None
     traceback: str | None
+    expires_at: Any
 
 
 def read(backend_alias: str, database: str, result_id: str) -> Any:
@@ -76,12 +77,15 @@ def _result(known: "execution.KnownTask", result_id: str, job: JobRow,
         else None,
         args=payload.get("args", []), kwargs=payload.get("kwargs", {}), backend=known.alias,
         errors=[compat.TaskError(exception_class_path=row.exception_class_path,
-                                 traceback=row.traceback or "")
+                                 traceback=(row.traceback or "") if known.options.store_traceback
+                                 else "")
                 for row in attempts if row.exception_class_path],
         worker_ids=_worker_ids(job, attempts, running))
-    done = [row.return_value for row in attempts if row.return_value is not None]
-    if status is JobStatus.DONE and done:
-        object.__setattr__(result, "_return_value", json.loads(done[-1]))
+    now = utc_now()
+    kept = [row.return_value for row in attempts
+            if row.return_value is not None and not _expired(row.expires_at, now)]
+    if status is JobStatus.DONE and kept:
+        object.__setattr__(result, "_return_value", json.loads(kept[-1]))
     return result
 
 
@@ -92,6 +96,12 @@ def _worker_ids(job: JobRow, attempts: Sequence[AttemptRow], running: bool) -> l
     workers = [row.worker for row in attempts] + ([job.locked_by or ""] if running else [])
     missing = max(0, job.attempts - len(workers))
     return workers + [job.locked_by or ""] * missing
+
+
+def _expired(expires_at: Any, now: datetime) -> bool:
+    """Whether a result kept until expires_at (None: as long as its job) is gone."""
+    until = _time(expires_at)
+    return until is not None and until <= now
 
 
 def _time(value: Any) -> datetime | None:

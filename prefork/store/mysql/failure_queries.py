@@ -15,16 +15,18 @@ LOCK_FAILING = (
     " WHERE id = %s AND status = 'reserved' AND lease_token = %s"
     " AND lease_until > UTC_TIMESTAMP(6) FOR UPDATE")
 
-# (status, error, history, delay in microseconds, status again, id, token), on
-# the row LOCK_FAILING holds. A job that leaves `reserved` has no cancellation
-# pending. Fenced again by the state it expects: on a cluster with writers on
-# several nodes (Galera) the lock is only this node's.
+# (status, error, history, delay in microseconds, status again, the attempts the
+# job gets under its type's rules or NULL, id, token), on the row LOCK_FAILING
+# holds. A job that leaves `reserved` has no cancellation pending. Fenced again by
+# the state it expects: on a cluster with writers on several nodes (Galera) the
+# lock is only this node's.
 FAIL = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = %s, last_error = %s,"
     " error_history = %s, lease_token = NULL, lease_until = NULL,"
     " available_at = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND,"
     " finished_at = IF(%s = 'ready', NULL, UTC_TIMESTAMP(6)), cancel_requested_at = NULL,"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id = %s AND status = 'reserved' AND lease_token = %s")
+    " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6)"
+    " WHERE id = %s AND status = 'reserved' AND lease_token = %s")
 
 # The dead worker's job, locked by its token (no lease check: the token
 # proves nobody else took it).

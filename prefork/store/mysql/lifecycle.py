@@ -16,14 +16,13 @@ from typing import Any
 import pymysql
 
 from ...errors import CommitConflict, LeaseLost
-from ...failures import appended_history, bounded
+from ...failures import FailedAttempt, appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
+from ...results import KeptResult, kept
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import claimed_job, members_apart
 from .queries import (
     CLAIM,
-    COMPLETE_AND_CLAIM,
-    COMPLETE_GROUP,
     COUNT_DONE_UNDER_LEASE,
     EXTEND,
     EXTEND_MANY,
@@ -32,6 +31,7 @@ from .queries import (
     RECOVER_EXPIRED,
     RELEASE,
     RELEASE_GROUP,
+    completion_script,
     lease_pairs,
     placeholders,
     script,
@@ -41,6 +41,8 @@ from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
 from .members import MySQLMembers
+from .result_queries import RECORD_RESULT
+from .results import record_failure, result_args, results_args
 from .session import error_code, is_contention, micros
 from .workflows import MySQLFlows
 
@@ -59,64 +61,76 @@ class MySQLLifeCycle(MySQLDue, MySQLMembers):
 
     def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
                            lease_seconds: float, process_id: int | None = None,
-                           limit: int = 1) -> tuple[set[int], list[Job]]:
+                           limit: int = 1, results: Sequence[KeptResult] = ()
+                           ) -> tuple[set[int], list[Job]]:
         # Members complete in a transaction of their own (members.py), the rest with the claim.
         members, leases = members_apart(leases)
-        done = self._complete_members(members) if members else set()
+        done = self._complete_members(members, results) if members else set()
+        results = [result for result in results if not result.lease.in_workflow]
         targets = self._due_targets(queues)
         if not targets:
-            return done | self._complete_plain(leases), []
+            return done | self._complete_plain(leases, results), []
         completed, jobs = self._claim_targets(leases, targets, limit,
-                                              (worker, lease_seconds, process_id))
+                                              (worker, lease_seconds, process_id), results)
         return done | completed, jobs
 
     def _claim_targets(self, leases: Sequence[Lease], targets: Sequence[Target], limit: int,
-                       claimant: Claimant) -> tuple[set[int], list[Job]]:
+                       claimant: Claimant, results: Sequence[KeptResult] = ()
+                       ) -> tuple[set[int], list[Job]]:
         """Claim up to `limit` jobs from the targets in order, completing `leases`
-        in the first one's transaction: (ids completed, [Job])."""
+        (with their `results`) in the first one's transaction: (ids completed, [Job])."""
         completed: set[int] = set()
         jobs: list[Job] = []
         for target in targets:
-            done, claimed = self._claim_or_complete(leases, target, limit - len(jobs), claimant)
-            completed, leases, jobs = completed | done, (), jobs + claimed
+            done, claimed = self._claim_or_complete(leases, target, limit - len(jobs), claimant,
+                                                    results)
+            completed, leases, results, jobs = completed | done, (), (), jobs + claimed
             if len(jobs) >= limit:
                 break
         return completed, jobs
 
     def _claim_or_complete(self, leases: Sequence[Lease], target: Target, limit: int,
-                           claimant: Claimant) -> tuple[set[int], list[Job]]:
+                           claimant: Claimant, results: Sequence[KeptResult]
+                           ) -> tuple[set[int], list[Job]]:
         """_run_claim; when it is still contended after its retries (writers on
         several cluster nodes all want the queue's head), nothing is claimed this
         time: the completions go alone, and the worker asks again later."""
         try:
-            return self._run_claim(leases, target, limit, claimant)
+            return self._run_claim(leases, target, limit, claimant, results)
         except pymysql.err.OperationalError as exc:
             if not is_contention(exc):
                 raise
-            return self._complete_plain(leases), []
+            return self._complete_plain(leases, results), []
 
-    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+    def complete_many(self, leases: Sequence[Lease],
+                      results: Sequence[KeptResult] = ()) -> set[int]:
         members, plain = members_apart(leases)
-        done = self._complete_members(members) if members else set()
-        return done | self._complete_plain(plain)
+        done = self._complete_members(members, results) if members else set()
+        return done | self._complete_plain(
+            plain, [result for result in results if not result.lease.in_workflow])
 
-    def _complete_plain(self, leases: Sequence[Lease]) -> set[int]:
+    def _complete_plain(self, leases: Sequence[Lease],
+                        results: Sequence[KeptResult] = ()) -> set[int]:
         """complete_many() of jobs that are no workflow's members: one script."""
         if not leases:
             return set()
-        results = self._retry_contention(
-            lambda: self._script_results(_fenced(COMPLETE_GROUP, leases), _flat(leases) * 2))
-        return _completed_ids(results[-1][0][0])
+        completion = _fenced(completion_script(len(results), then_claim=False), leases)
+        args = (*_flat(leases) * 2, *results_args(results))
+        answers = self._retry_contention(lambda: self._script_results(completion, args))
+        return _completed_ids(answers[-1][0][0])
 
     def _run_claim(self, leases: Sequence[Lease], target: Target, limit: int,
-                   claimant: Claimant) -> tuple[set[int], list[Job]]:
-        """In one transaction, complete `leases` (none for a plain claim) and claim up
-        to `limit` jobs of one target; returns (ids of the jobs it completed, [Job])."""
+                   claimant: Claimant, results: Sequence[KeptResult] = ()
+                   ) -> tuple[set[int], list[Job]]:
+        """In one transaction, complete `leases` (none for a plain claim) with their
+        `results` and claim up to `limit` jobs of one target; returns (ids of the jobs
+        it completed, [Job])."""
         worker, lease_seconds, process_id = claimant
-        claim_script = _fenced(COMPLETE_AND_CLAIM if leases else CLAIM, leases, target)
+        claim_script = _fenced(completion_script(len(results), then_claim=True) if leases
+                               else CLAIM, leases, target)
         secret = secrets.token_hex(16)   # the reservation's and the read-back's fence
-        args = (*_flat(leases) * 2, *target_args(target), limit, secret, micros(lease_seconds),
-                worker, process_id, secret)
+        args = (*_flat(leases) * 2, *results_args(results), *target_args(target), limit,
+                secret, micros(lease_seconds), worker, process_id, secret)
         rows, ((completed,),) = self._retry_contention(
             lambda: self._script_results(claim_script, args))
         return _completed_ids(completed), [claimed_job(row[:-1], row[-1], self) for row in rows]
@@ -157,6 +171,9 @@ class MySQLLifeCycle(MySQLDue, MySQLMembers):
                 if cursor.execute(COMPLETE, job.lease) != 1:
                     raise LeaseLost(f"job {job.id}: lease lost before completion")
                 yield cursor
+                result = kept(job)   # a result refused rolls the transaction back
+                if result is not None:
+                    cursor.execute(RECORD_RESULT, result_args(result))
                 if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
                     MySQLFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
                 cursor.execute(self.completion_end)
@@ -186,11 +203,13 @@ class MySQLLifeCycle(MySQLDue, MySQLMembers):
         except pymysql.err.Error:
             pass   # the connection is gone (maybe ended by a bound): nothing to restore
 
-    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+    def fail(self, job: Job, error: str, decision: Decision,
+             failure: FailedAttempt | None = None) -> bool:
         return self._retry_contention(functools.partial(self._fail, job, bounded(error),
-                                                        decision))
+                                                        decision, failure))
 
-    def _fail(self, job: Job, error: str, decision: Decision) -> bool:
+    def _fail(self, job: Job, error: str, decision: Decision,
+              failure: FailedAttempt | None) -> bool:
         with self._transaction() as cursor:
             if cursor.execute(LOCK_FAILING, job.lease) != 1:
                 return False
@@ -200,8 +219,11 @@ class MySQLLifeCycle(MySQLDue, MySQLMembers):
             status = failed_status(decision.dead, cancelling)
             if cursor.execute(FAIL, (status.value, error,
                                      appended_history(history, job.attempt, now, error),
-                                     micros(decision.delay), status.value, *job.lease)) != 1:
+                                     micros(decision.delay), status.value,
+                                     decision.max_attempts, *job.lease)) != 1:
                 return False
+            if failure is not None:
+                record_failure(cursor, job, failure)
             if job.lease.in_workflow:
                 MySQLFlows(cursor).settle_ids([(job.id, status)])
             return True

@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...jobs import JobStatus, Lease
+from ...results import KeptResult
 from ...workflows.model import Enqueued, Place, Progress
 from ...workflows.plan import Plan
 from ...workflows.spec import Step
 from ..flows import text
 from .portable_queries import COMPLETE_LEASED
 from .queries import RELEASE, lease_pairs, placeholders
+from .result_queries import RECORD_RESULT
+from .results import result_args
 from .session import MySQLSession
 from .workflow_queries import LOCK_MEMBER_LEASES, LOCK_RELEASING, LOCK_RESERVED_MEMBERS
 from .workflows import MySQLFlows
@@ -24,21 +27,28 @@ from .workflows import MySQLFlows
 class MySQLMembers(MySQLSession):
     # -- members' leases -------------------------------------------------------------------
 
-    def _complete_members(self, leases: Sequence[Lease]) -> set[int]:
-        """Complete members (done now, or already under these leases), with their
-        workflows' bookkeeping, in one transaction: the ids completed."""
-        return self._retry_contention(functools.partial(self._complete_members_once, leases))
+    def _complete_members(self, leases: Sequence[Lease],
+                          results: Sequence[KeptResult] = ()) -> set[int]:
+        """Complete members (done now, or already under these leases) with their
+        results (those of `results` whose lease is theirs) and their workflows'
+        bookkeeping, in one transaction: the ids completed."""
+        return self._retry_contention(
+            functools.partial(self._complete_members_once, leases, results))
 
-    def _complete_members_once(self, leases: Sequence[Lease]) -> set[int]:
+    def _complete_members_once(self, leases: Sequence[Lease],
+                               results: Sequence[KeptResult]) -> set[int]:
         fence, args = lease_pairs(len(leases)), _flat(leases)
         with self._transaction() as cursor:
             cursor.execute(LOCK_MEMBER_LEASES.format(lease_pairs=fence), args)
             rows = cursor.fetchall()
-            fresh = [(int(row[2]), int(row[3]), JobStatus.DONE) for row in rows
-                     if text(row[1]) == JobStatus.RESERVED]
+            fresh = {int(row[0]): (int(row[2]), int(row[3]), JobStatus.DONE) for row in rows
+                     if text(row[1]) == JobStatus.RESERVED}
             if fresh:
                 cursor.execute(COMPLETE_LEASED.format(lease_pairs=fence), args)
-                MySQLFlows(cursor).settle(fresh)
+                for result in results:
+                    if result.lease.job_id in fresh:
+                        cursor.execute(RECORD_RESULT, result_args(result))
+                MySQLFlows(cursor).settle(fresh.values())
         return {int(row[0]) for row in rows}
 
     def _release_members(self, leases: Sequence[Lease]) -> set[int]:

@@ -17,7 +17,6 @@ from .queries import (
     CONTROL,
     COUNT_FINISHED,
     DISCARD_DEAD,
-    DISCARD_DEAD_RESULTS,
     DONE_SINCE,
     HEARTBEAT,
     JOBS_OF,
@@ -25,7 +24,6 @@ from .queries import (
     MARK_PRUNED,
     PAUSED_QUEUES,
     PRUNE_FINISHED,
-    PRUNE_FINISHED_RESULTS,
     PRUNE_PROCESSES,
     REGISTER,
     REQUEST_RESTART,
@@ -38,8 +36,9 @@ from .queries import (
     placeholders,
 )
 from .members import MySQLMembers
-from .workflows import MySQLFlows
+from .result_queries import DISCARD_DEAD_RESULTS, PRUNE_FINISHED_RESULTS
 from .session import micros
+from .workflows import MySQLFlows
 
 
 class MySQLOperations(MySQLMembers):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...config import Config
 from ...jobs import Job, Lease
+from ...results import KeptResult
 from ..contract import claimed_job
 from .completion_queries import BOUND_SILENCE_AND_BEGIN, COMMIT_AND_UNBOUND_SILENCE
 from .due import Target, target_args
@@ -31,6 +32,8 @@ from .portable_queries import (
     RESERVE_IDS,
     SET_PAUSED,
 )
+from .result_queries import RECORD_RESULT
+from .results import results_args
 from .queries import (
     COMMIT,
     RESTART_REQUESTED,
@@ -47,18 +50,22 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
     config: Config
 
     def _run_claim(self, leases: Sequence[Lease], target: Target, limit: int,
-                   claimant: Claimant) -> tuple[set[int], list[Job]]:
-        return self._retry_contention(lambda: self._claim_once(leases, target, limit, claimant))
+                   claimant: Claimant, results: Sequence[KeptResult] = ()
+                   ) -> tuple[set[int], list[Job]]:
+        return self._retry_contention(
+            lambda: self._claim_once(leases, target, limit, claimant, results))
 
     def _claim_once(self, leases: Sequence[Lease], target: Target, limit: int,
-                    claimant: Claimant) -> tuple[set[int], list[Job]]:
-        """One transaction: complete `leases` (if any) and claim up to `limit` jobs
-        of one target; (ids of the jobs done under the leases, [Job])."""
+                    claimant: Claimant, results: Sequence[KeptResult]
+                    ) -> tuple[set[int], list[Job]]:
+        """One transaction: complete `leases` (if any) with their `results` and claim
+        up to `limit` jobs of one target; (ids of the jobs done under the leases, [Job])."""
         lock = LOCK_NEXT_READY_IDS.format(levels=levels(len(target.priorities)))
-        first = [START_TRANSACTION, *_completion(leases), lock]
+        first = [START_TRANSACTION, *_completion(leases, len(results)), lock]
         try:
             *done, ready = self._script_results(
-                script(*first), (*_flat_twice(leases), *target_args(target), limit))
+                script(*first), (*_completion_args(leases, results), *target_args(target),
+                                 limit))
             ids = [row[0] for row in ready]
             if ids:
                 rows = self._reserve(ids, claimant)
@@ -81,12 +88,18 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
         (rows,) = self._script_results(reserve, args)
         return rows
 
-    def _complete_plain(self, leases: Sequence[Lease]) -> set[int]:
+    def _complete_plain(self, leases: Sequence[Lease],
+                        results: Sequence[KeptResult] = ()) -> set[int]:
         if not leases:
             return set()
-        # Autocommitted: marking done what is still ours can be repeated safely.
+        # Autocommitted: marking done what is still ours can be repeated safely. With
+        # results, one transaction: a result commits with its job's completion.
+        completion = _completion(leases, len(results))
+        if results:
+            completion = [START_TRANSACTION, *completion, COMMIT]
+        args = _completion_args(leases, results)
         (done,) = self._retry_contention(
-            lambda: self._script_results(script(*_completion(leases)), _flat_twice(leases)))
+            lambda: self._script_results(script(*completion), args))
         return {row[0] for row in done}
 
     completion_start, completion_end = BOUND_SILENCE_AND_BEGIN, COMMIT_AND_UNBOUND_SILENCE
@@ -107,16 +120,18 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
         self._rowcount(SET_PAUSED, (queue, flag, flag))
 
 
-def _completion(leases: Sequence[Lease]) -> list[str]:
-    """The statements that complete a group of leases and read which are done
-    under them; none for no leases."""
+def _completion(leases: Sequence[Lease], results: int) -> list[str]:
+    """The statements that complete a group of leases, write `results` of their
+    results, and read which are done under them; none for no leases."""
     if not leases:
         return []
     fence = lease_pairs(len(leases))
-    return [COMPLETE_LEASED.format(lease_pairs=fence), DONE_UNDER_LEASES.format(lease_pairs=fence)]
+    return [COMPLETE_LEASED.format(lease_pairs=fence), *[RECORD_RESULT] * results,
+            DONE_UNDER_LEASES.format(lease_pairs=fence)]
 
 
-def _flat_twice(leases: Sequence[Lease]) -> tuple[Any, ...]:
-    """The parameters of _completion(): each statement's fence, id, token of each lease."""
+def _completion_args(leases: Sequence[Lease], results: Sequence[KeptResult]) -> tuple[Any, ...]:
+    """The parameters of _completion(): each fence (id, token of each lease) around
+    the results' own."""
     flat = tuple(value for lease in leases for value in lease)
-    return flat + flat
+    return flat + results_args(results) + flat

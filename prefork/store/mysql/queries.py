@@ -1,7 +1,8 @@
 """Every statement the MySQL store sends, by name. Nothing here is made by editing
 another statement: each is written out in full, and the code asks for it by name.
 
-Values are always bound parameters (%s). Two bounded compositions exist, both
+Values are always bound parameters (%s). The results' statements are in
+result_queries.py. Two bounded compositions exist, both
 in this module: a list of placeholders for n values (placeholders(), lease_pairs(),
 and due_queries.levels()), filled into a statement's {ids}, {queues}, {lease_pairs}
 or {levels} field; and a script,
@@ -10,6 +11,7 @@ UTC_TIMESTAMP(6), so hosts with skewed clocks agree. Statements on one job by id
 force the primary key: through the lease index they would lock other workers'
 reserved rows and deadlock with them.
 """
+from .result_queries import RECORD_RESULT   # written in a completion's script
 
 
 def placeholders(count: int) -> str:
@@ -141,15 +143,22 @@ COMPLETED_IDS = "SELECT @prefork_completed"
 CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
                READ_BACK_CLAIMED, COMPLETED_IDS)
 
-# Finish a group of jobs (a batch's): the ids completed.
-COMPLETE_GROUP = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
-                        COMPLETE_LOCKED_GROUP, COMMIT, COMPLETED_IDS)
 
-# Finish a group ({lease_pairs}) and claim the next batch ({levels}) in the same
-# transaction.
-COMPLETE_AND_CLAIM = script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP,
-                            COMPLETE_LOCKED_GROUP, LOCK_NEXT_READY, RESERVE_LOCKED, COMMIT,
-                            READ_BACK_CLAIMED, COMPLETED_IDS)
+def completion_script(results: int, then_claim: bool) -> str:
+    """Finish a group of jobs ({lease_pairs}) writing `results` of their results, and
+    claim the next batch ({levels}) in the same transaction when then_claim: the
+    claimed jobs (then_claim), then the ids completed."""
+    claim = (LOCK_NEXT_READY, RESERVE_LOCKED) if then_claim else ()
+    read_back = (READ_BACK_CLAIMED,) if then_claim else ()
+    return script(FORGET_BATCH_IDS, START_TRANSACTION, LOCK_LEASED_GROUP, COMPLETE_LOCKED_GROUP,
+                  *[RECORD_RESULT] * results, *claim, COMMIT, *read_back, COMPLETED_IDS)
+
+
+# Finish a group of jobs (a batch's), without results: the ids completed.
+COMPLETE_GROUP = completion_script(0, then_claim=False)
+
+# Finish a group and claim the next batch, without results.
+COMPLETE_AND_CLAIM = completion_script(0, then_claim=True)
 
 # --- one job under its lease --------------------------------------------------------------
 
@@ -370,17 +379,6 @@ PRUNE_PROCESSES = (
     " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND LIMIT %s")
 
 DISCARD_DEAD = "DELETE FROM prefork_jobs WHERE status = 'dead' AND id IN ({ids})"
-
-# The results of Django tasks (schema 0005) go with their jobs: each runs just before
-# the statement above it that deletes those jobs (the same rows: same filter, order
-# and bound). MySQL allows no LIMIT in a multi-table DELETE, but does in a derived table.
-PRUNE_FINISHED_RESULTS = (
-    "DELETE r FROM prefork_task_results AS r JOIN (SELECT id FROM prefork_jobs"
-    " WHERE status = %s AND finished_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
-    " ORDER BY finished_at LIMIT %s) AS doomed ON r.job_id = doomed.id")
-DISCARD_DEAD_RESULTS = (
-    "DELETE r FROM prefork_task_results AS r JOIN prefork_jobs AS j ON j.id = r.job_id"
-    " WHERE j.status = 'dead' AND j.id IN ({ids})")
 
 # --- after a reconnection: jobs reserved in a supervisor's name that none of its workers holds
 

@@ -3,6 +3,7 @@ parts (session.py: the connection; lifecycle.py: claims, completions and leases;
 operations.py: the operator tables; schema.py: migrations; dashboard.py: the
 dashboard's reads and the per-minute rollup; limits.py: concurrency and rate
 limits; cancel.py: cancellation; strays.py: jobs a failover left reserved;
+results.py: every job's result and failed attempts;
 portable.py: what the mysql dialect does its own way), and holds the producing
 and inspection of jobs itself. Every statement is named in queries.py (the mysql
 dialect's own in portable_queries.py).
@@ -27,6 +28,7 @@ from .lifecycle import MySQLLifeCycle
 from .limits import MySQLLimits
 from .operations import MySQLOperations
 from .portable import MySQLPortable
+from .results import MySQLResults
 from .queries import (
     COUNTS,
     DEAD_JOBS,
@@ -45,7 +47,7 @@ from .wakeups import MySQLWakeups
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
-                 MySQLCancel, MySQLWakeups, MySQLStrays):
+                 MySQLCancel, MySQLWakeups, MySQLStrays, MySQLResults):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""

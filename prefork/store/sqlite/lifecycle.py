@@ -8,13 +8,15 @@ import secrets
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
+from datetime import datetime
 from typing import Any
 
 from ...errors import LeaseLost
-from ...failures import appended_history, bounded
-from ...jobs import MEMBER_TOKEN_MARK, Job, JobStatus, Lease, utc_now
+from ...failures import FailedAttempt, appended_history, bounded
+from ...jobs import MEMBER_TOKEN_MARK, Job, JobStatus, Lease, member_token, utc_now
+from ...results import KeptResult, kept
 from ...retry import Decision, RetryPolicy, hand_back_decision
-from ..contract import ClaimedRow, claimed_job, members_apart
+from ..contract import ClaimedRow, claimed_job
 from .due import priorities
 from .file import stamp, times
 from .paramstyle import FormatCursor
@@ -35,8 +37,8 @@ from .queries import (
     RELEASE,
     placeholders,
 )
+from .results import record_failure, record_result
 from .session import SQLiteSession
-from .workflow_queries import MEMBER_LEASE
 from .workflows import SQLiteFlows
 
 # Who claims: (worker "host:pid", supervisor registry id or None).
@@ -54,19 +56,22 @@ class SQLiteLifeCycle(SQLiteSession):
 
     def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
                            lease_seconds: float, process_id: int | None = None,
-                           limit: int = 1) -> tuple[set[int], list[Job]]:
+                           limit: int = 1, results: Sequence[KeptResult] = ()
+                           ) -> tuple[set[int], list[Job]]:
         # One lock and one commit instead of several: on SQLite the commit is the cost.
         with self._write() as cursor:
-            stamps = times(utc_now(), lease_until=lease_seconds)
-            completed = _complete_leases(cursor, leases, stamps)
+            now = utc_now()
+            stamps = times(now, lease_until=lease_seconds)
+            completed = _complete_leases(cursor, leases, results, now)
             next_jobs = self._reserve(cursor, queues, (worker, process_id), limit, stamps)
         return completed, next_jobs
 
-    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+    def complete_many(self, leases: Sequence[Lease],
+                      results: Sequence[KeptResult] = ()) -> set[int]:
         if not leases:
             return set()
         with self._write() as cursor:
-            return _complete_leases(cursor, leases, times(utc_now()))
+            return _complete_leases(cursor, leases, results, utc_now())
 
     def _reserve(self, cursor: sqlite3.Cursor, queues: Sequence[str], claimant: Claimant,
                  limit: int, stamps: dict[str, str]) -> list[Job]:
@@ -116,14 +121,19 @@ class SQLiteLifeCycle(SQLiteSession):
             with closing(cursor.connection.cursor(FormatCursor)) as handler_cursor:
                 yield handler_cursor
             # Fenced again: the lease may have run out while the effect was written.
-            cursor.execute(COMPLETE, {**_lease(job.lease), **times(utc_now())})
+            now = utc_now()
+            cursor.execute(COMPLETE, {**_lease(job.lease), **times(now)})
             if cursor.rowcount != 1:
                 raise LeaseLost(f"job {job.id}: lease lost during completion")
+            result = kept(job)   # a result refused rolls the transaction back
+            if result is not None:
+                record_result(cursor, result, now)
             if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
                 SQLiteFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
         job.finished = True
 
-    def fail(self, job: Job, error: str, decision: Decision) -> bool:
+    def fail(self, job: Job, error: str, decision: Decision,
+             failure: FailedAttempt | None = None) -> bool:
         status = JobStatus.DEAD if decision.dead else JobStatus.READY
         error = bounded(error)
         with self._write() as cursor:
@@ -133,10 +143,12 @@ class SQLiteLifeCycle(SQLiteSession):
             if held is None:
                 return False
             cursor.execute(FAIL, {**_lease(job.lease), **stamps, "status": status.value,
-                                  "error": error,
+                                  "error": error, "max_attempts": decision.max_attempts,
                                   "history": appended_history(held[0], job.attempt, now, error)})
             if cursor.rowcount != 1:
                 return False
+            if failure is not None:
+                record_failure(cursor, job, failure, now)
             if job.lease.in_workflow:   # dead, or cancelled: FAIL decides that
                 SQLiteFlows(cursor).settle_returned([job.id])
             return True
@@ -216,32 +228,25 @@ def _lease(lease: Lease) -> dict[str, Any]:
 
 
 def _complete_leases(cursor: sqlite3.Cursor, leases: Sequence[Lease],
-                     stamps: dict[str, str]) -> set[int]:
-    """Complete each leased job inside the caller's write transaction; the ids
-    completed, now or already with the same lease."""
-    members, plain = members_apart(leases)
-    completed = set()
-    for lease in plain:
-        cursor.execute(COMPLETE, {**_lease(lease), **stamps})
-        if cursor.rowcount == 1 or cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone():
-            completed.add(lease[0])
-    return completed | _complete_members(cursor, members, stamps)
-
-
-def _complete_members(cursor: sqlite3.Cursor, leases: Sequence[Lease],
-                      stamps: dict[str, str]) -> set[int]:
-    """_complete_leases() of workflow members, with their workflows' bookkeeping."""
-    completed, fresh = set(), []
+                     results: Sequence[KeptResult], now: datetime) -> set[int]:
+    """Complete each leased job inside the caller's write transaction, writing its
+    result (of `results`) when this completes it, and the bookkeeping of the
+    workflows of the members it completes; the ids completed, now or already with
+    the same lease."""
+    stamps = times(now)
+    result_of = {result.lease: result for result in results}
+    completed, members = set(), []
     for lease in leases:
-        held = cursor.execute(MEMBER_LEASE, {**_lease(lease), **stamps}).fetchone()
-        if held is None:
-            continue
-        status, workflow_id, step = held
-        if status == JobStatus.RESERVED:
-            cursor.execute(COMPLETE, {**_lease(lease), **stamps})
-            fresh.append((int(workflow_id), int(step), JobStatus.DONE))
-        completed.add(lease.job_id)
-    SQLiteFlows(cursor, stamps["now"]).settle(fresh)
+        cursor.execute(COMPLETE, {**_lease(lease), **stamps})
+        if cursor.rowcount == 1:
+            if lease in result_of:
+                record_result(cursor, result_of[lease], now)
+            if member_token(lease[1]):
+                members.append((lease[0], JobStatus.DONE))
+            completed.add(lease[0])
+        elif cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone():
+            completed.add(lease[0])
+    SQLiteFlows(cursor, stamps["now"]).settle_ids(members)
     return completed
 
 

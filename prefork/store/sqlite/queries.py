@@ -95,7 +95,8 @@ DONE_WITH_TOKEN = ("SELECT 1 FROM prefork_jobs WHERE id = :id AND status = 'done
                    " AND lease_token = :token")
 
 # A failed attempt: the fence, reading the job's error history (the write lock
-# is held from here to FAIL, which appends the attempt computed in Python).
+# is held from here to FAIL, which appends the attempt computed in Python, and
+# writes :max_attempts, the attempts the job gets under its type's rules, if given).
 FAILING_HISTORY = ("SELECT error_history FROM prefork_jobs WHERE id = :id"
                    " AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
@@ -105,7 +106,8 @@ FAIL = (
     " last_error = :error, error_history = :history, lease_token = NULL, lease_until = NULL,"
     " available_at = :available_at,"
     " finished_at = CASE WHEN :status = 'dead' OR cancel_requested_at IS NOT NULL THEN :now END,"
-    " cancel_requested_at = NULL, updated_at = :now"
+    " cancel_requested_at = NULL, max_attempts = COALESCE(:max_attempts, max_attempts),"
+    " updated_at = :now"
     " WHERE id = :id AND status = 'reserved' AND lease_token = :token AND lease_until > :now")
 
 # Release needs no live lease: giving back an unstarted claim is always

@@ -2,7 +2,8 @@
 its parts (session.py: the connection and its transactions; lifecycle.py: claims,
 completions and leases; limits.py: the limits' rules and the limited claim;
 cancel.py: cancellation; operations.py: the operator tables; dashboard.py: the
-dashboard's reads and the per-minute rollup; file.py: the file,
+dashboard's reads and the per-minute rollup; results.py: every job's result and
+failed attempts; file.py: the file,
 its DSN and its time stamps), and holds the schema, the producing and the
 inspection of jobs itself. Every statement is named in queries.py (or the
 queries module of its part).
@@ -55,6 +56,7 @@ from .dashboard import SQLiteDashboard
 from .limits import SQLiteLimits
 from .members import SQLiteMembers
 from .operations import SQLiteOperations
+from .results import SQLiteResults
 from .queries import (
     COUNTS,
     CREATE_MIGRATIONS,
@@ -77,7 +79,7 @@ from .workflows import SQLiteFlows
 
 
 class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
-                  SQLiteWakeups, SQLiteMembers):
+                  SQLiteWakeups, SQLiteResults, SQLiteMembers):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)

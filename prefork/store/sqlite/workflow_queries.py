@@ -85,23 +85,6 @@ RESTORE_STOPPED = (
 PLACES = ("SELECT id, workflow_id, workflow_step FROM prefork_jobs"
           " WHERE id IN ({ids}) AND workflow_step >= 0")
 
-# A member's lease (:id, :token) before its completion: live and ours (then
-# workflow id, step), or done under it already (its completion was written).
-MEMBER_LEASE = (
-    "SELECT status, workflow_id, workflow_step FROM prefork_jobs WHERE id = :id"
-    " AND lease_token = :token AND (status = 'done'"
-    " OR (status = 'reserved' AND lease_until > :now))")
-
-# A member's claim given back (:id, :token): whether its cancellation is pending.
-MEMBER_RELEASING = (
-    "SELECT cancel_requested_at IS NOT NULL, workflow_id, workflow_step FROM prefork_jobs"
-    " WHERE id = :id AND status = 'reserved' AND lease_token = :token")
-
-# The jobs lease expiry returns (:limit, oldest first): (id, whether a member).
-EXPIRED = (
-    "SELECT id, workflow_step >= 0 FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
-    " WHERE status = 'reserved' AND lease_until <= :now ORDER BY lease_until LIMIT :limit")
-
 # Their state once a statement returned them ({ids}): (id, status).
 STATES_OF = "SELECT id, status FROM prefork_jobs WHERE id IN ({ids})"
 
