@@ -19,7 +19,6 @@ from ..limits.rules import LimitRule, LimitUsage
 from ..retry import RetryPolicy
 from ..wakeups import doorbell, remote
 from .strays import HeldJob as HeldJob   # prune_silent's too
-from .outcomes import JobOutcomes
 from .strays import StrayHandBack
 from .workflow_contract import WorkflowStore
 from .workflow_contract import members_apart as members_apart   # the stores' parts use it
@@ -89,8 +88,8 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(StrayHandBack, JobOutcomes, WorkflowStore):   # abc.ABCs: parts in strays.py,
-    # outcomes.py and workflow_contract.py
+class Store(StrayHandBack, WorkflowStore):   # abc.ABCs: parts in strays.py,
+    # workflow_contract.py and outcomes.py (the workflows' base)
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 

@@ -50,6 +50,9 @@ class FlowSql:
     retry_member: str
     progress: str
     place_of: str
+    workflow_read: str   # workflow_row without a lock
+    jobs_between: str    # a workflow's jobs at steps :first to :last: (id, step, status)
+    nested_between: str  # its nested workflows at those steps: (id, step)
     listed: ListParams
 
 
@@ -228,6 +231,45 @@ class Flows(abc.ABC):
             return None
         workflow_id, kind, step, root_id = found[0]
         return Place(int(workflow_id), Kind(text(kind)), int(step), int(root_id))
+
+    # -- what Job.upstream() reads: no lock taken (a handler's read, outside its
+    # completion), each list read whole per workflow (a group of thousands: one read)
+
+    def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
+        """The jobs whose end released this one, and how each ended."""
+        place = self.place(job_id)
+        if place is None or place.step < 0:
+            return []
+        node_id, step = place.workflow_id, place.step
+        while (node := self.read(node_id)) is not None:
+            if node.kind is Kind.CHAIN and step > 0:
+                return self._finals(node_id, step - 1, step - 1)
+            if node.parent_id is None:
+                break
+            node_id, step = node.parent_id, node.parent_step
+        return []
+
+    def read(self, node_id: int) -> Node | None:
+        found = self.rows(self.sql.workflow_read, id=node_id)
+        return node_of(found[0]) if found else None
+
+    def _finals(self, node_id: int, first: int, last: int) -> list[tuple[int, JobStatus]]:
+        """The last jobs of what stands at steps first to last of a workflow, in order:
+        a job itself; a chain's last step's; a group's members' last jobs."""
+        jobs = {int(step): (int(job_id), JobStatus(text(status))) for job_id, step, status
+                in self.rows(self.sql.jobs_between, id=node_id, first=first, last=last)}
+        nested = {int(step): int(child) for child, step
+                  in self.rows(self.sql.nested_between, id=node_id, first=first, last=last)}
+        found: list[tuple[int, JobStatus]] = []
+        for step in sorted(jobs.keys() | nested.keys()):
+            if step in nested:
+                child = self.read(nested[step])
+                if child is not None:
+                    found += self._finals(child.id, child.total - 1, child.total - 1) \
+                        if child.kind is Kind.CHAIN else self._finals(child.id, 0, child.total)
+            else:
+                found.append(jobs[step])
+        return found
 
 
 def node_of(row: Row) -> Node:

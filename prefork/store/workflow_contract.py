@@ -1,14 +1,16 @@
 """The part of the store contract (contract.py) that workflows use: enqueueing one,
 a batch's members and close, reading progress and a job's place (store/flows.py
-says how both backends do it). The paths that end jobs carry a member's
-bookkeeping themselves; members_apart() sorts their leases."""
+says how both backends do it), and what a member's handler reads of the jobs
+before it. The paths that end jobs carry a member's bookkeeping themselves;
+members_apart() sorts their leases."""
 import abc
 from collections.abc import Sequence
 
-from ..jobs import Lease, member_token
+from ..jobs import JobStatus, Lease, Upstream, member_token
 from ..workflows.model import Enqueued, Place, Progress
 from ..workflows.plan import Plan
 from ..workflows.spec import Step
+from .outcomes import JobOutcomes
 
 
 def members_apart(leases: Sequence[Lease]) -> tuple[list[Lease], list[Lease]]:
@@ -18,7 +20,7 @@ def members_apart(leases: Sequence[Lease]) -> tuple[list[Lease], list[Lease]]:
     return members, [lease for lease in leases if not member_token(lease[1])]
 
 
-class WorkflowStore(abc.ABC):
+class WorkflowStore(JobOutcomes):
     @abc.abstractmethod
     def enqueue_workflow(self, plan: Plan, key: str | None = None) -> Enqueued:
         """Insert a planned workflow (or batch) in one transaction and commit; a key
@@ -41,3 +43,16 @@ class WorkflowStore(abc.ABC):
     @abc.abstractmethod
     def workflow_place(self, job_id: int) -> Place | None:
         """The workflow a job is a member (or a batch's callback) of, and its step."""
+
+    @abc.abstractmethod
+    def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
+        """The jobs whose end released this one (Job.upstream()), in the order they were
+        enqueued, and how each ended."""
+
+    def upstream(self, job_id: int) -> list[Upstream]:
+        """upstream_jobs() with each done job's result (None: none kept)."""
+        found = []
+        for upstream_id, status in self.upstream_jobs(job_id):
+            kept = self.job_result(upstream_id) if status is JobStatus.DONE else None
+            found.append(Upstream(upstream_id, status, None if kept is None else kept.value))
+        return found

@@ -296,3 +296,43 @@ def test_bad_workflows_are_refused_in_one_line(backend_store):
     s = backend_store()
     with pytest.raises(UserError, match="no batch"):
         s.add_to_batch(999, [job("x")])
+
+
+def finish_with(claimed, result):
+    """Complete a job with a result, as a handler that returns it does."""
+    with claimed.transaction():
+        claimed.result = result
+
+
+def test_a_step_reads_the_results_of_the_step_before_it(backend_store):
+    s = backend_store()
+    flow = prefork.chain(
+        job("r.first"),
+        prefork.group([job("r.a"), prefork.chain(job("r.b1"), job("r.b2")), job("r.c")],
+                      then=job("r.then")),
+        job("r.last"))
+    enqueued = enqueue(s, flow)
+    first, a, b1, b2, c, then, last = enqueued.job_ids
+    [step] = claim(s)
+    assert step.upstream() == []
+    finish_with(step, {"amount": 7})
+    for claimed in claim(s):
+        [before] = claimed.upstream()
+        assert (before.id, before.status, before.result) == (first, JobStatus.DONE, {"amount": 7})
+        if claimed.type == "r.c":
+            assert s.fail(claimed, "Boom", DEAD)
+        else:
+            finish_with(claimed, claimed.type)
+    [second] = claim(s)
+    assert [(up.id, up.result) for up in second.upstream()] == [(b1, "r.b1")]
+    finish_with(second, ["b", 2])
+    assert s.retry_dead([c]) == 1
+    [again] = claim(s)
+    finish_with(again, None)
+    [callback] = claim(s)
+    assert callback.type == "r.then"
+    assert [(up.id, up.status, up.result) for up in callback.upstream()] == [
+        (a, "done", "r.a"), (b2, "done", ["b", 2]), (c, "done", None)]
+    finish_with(callback, "closed")
+    [final] = claim(s)
+    assert [(up.id, up.result) for up in final.upstream()] == [(then, "closed")]

@@ -127,6 +127,10 @@ class MySQLMembers(MySQLSession):
         with self.conn.cursor() as cursor:
             return MySQLFlows(cursor).progress(workflow_id)
 
+    def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
+        with self.conn.cursor() as cursor:
+            return MySQLFlows(cursor).upstream_jobs(job_id)
+
     def workflow_place(self, job_id: int) -> Place | None:
         with self.conn.cursor() as cursor:
             return MySQLFlows(cursor).place(job_id)

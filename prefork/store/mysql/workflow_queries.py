@@ -145,6 +145,21 @@ PLACE_OF = (
     " FROM prefork_jobs AS j JOIN prefork_workflows AS w ON w.id = j.workflow_id"
     " WHERE j.id = %(id)s")
 
+# What Job.upstream() reads, without locks: a workflow row (model.Node's columns),
+# a workflow's jobs and its nested workflows at steps :first to :last.
+READ_WORKFLOW = (
+    "SELECT id, parent_id, parent_step, kind, state, policy, on_dead, is_open, current_step,"
+    " total, done, dead, cancelled FROM prefork_workflows WHERE id = %(id)s")
+
+JOBS_BETWEEN = (
+    "SELECT id, workflow_step, status FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_workflow)"
+    " WHERE workflow_id = %(id)s AND workflow_step BETWEEN %(first)s AND %(last)s"
+    " ORDER BY workflow_step")
+
+NESTED_BETWEEN = (
+    "SELECT id, parent_step FROM prefork_workflows"
+    " WHERE parent_id = %(id)s AND parent_step BETWEEN %(first)s AND %(last)s")
+
 # --- the members' paths (members.py), positional -----------------------------------------------
 
 # Of a group of members' leases ({lease_pairs}), lock in id order those whose lease
@@ -187,4 +202,6 @@ SQL = FlowSql(
     children_after=CHILDREN_AFTER, cancel_waiting=CANCEL_WAITING,
     restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
     members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
-    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF, listed=named_list)
+    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
+    workflow_read=READ_WORKFLOW, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
+    listed=named_list)

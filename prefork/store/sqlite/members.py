@@ -5,6 +5,7 @@ in the parts that end jobs (lifecycle.py, cancel.py, operations.py)."""
 from collections.abc import Sequence
 from contextlib import closing
 
+from ...jobs import JobStatus
 from ...workflows.model import Enqueued, Place, Progress
 from ...workflows.plan import Plan
 from ...workflows.spec import Step
@@ -45,6 +46,10 @@ class SQLiteMembers(SQLiteSession):
     def workflow_progress(self, workflow_id: int) -> Progress | None:
         with closing(self._connection().cursor()) as cursor:
             return SQLiteFlows(cursor).progress(workflow_id)
+
+    def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
+        with closing(self._connection().cursor()) as cursor:
+            return SQLiteFlows(cursor).upstream_jobs(job_id)
 
     def workflow_place(self, job_id: int) -> Place | None:
         with closing(self._connection().cursor()) as cursor:

@@ -113,6 +113,13 @@ RETRY_MEMBER = (
 PROGRESS = ("SELECT id, kind, state, total, done, dead, cancelled, is_open"
             " FROM prefork_workflows WHERE id = :id")
 
+JOBS_BETWEEN = (
+    "SELECT id, workflow_step, status FROM prefork_jobs INDEXED BY ix_prefork_jobs_workflow"
+    " WHERE workflow_id = :id AND workflow_step BETWEEN :first AND :last ORDER BY workflow_step")
+
+NESTED_BETWEEN = ("SELECT id, parent_step FROM prefork_workflows"
+                  " WHERE parent_id = :id AND parent_step BETWEEN :first AND :last")
+
 PLACE_OF = (
     "SELECT w.id, w.kind, j.workflow_step, COALESCE(w.root_id, w.id)"
     " FROM prefork_jobs AS j JOIN prefork_workflows AS w ON w.id = j.workflow_id"
@@ -126,4 +133,6 @@ SQL = FlowSql(
     children_after=CHILDREN_AFTER, cancel_waiting=CANCEL_WAITING,
     restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
     members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
-    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF, listed=placeholders)
+    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
+    workflow_read=WORKFLOW_ROW, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
+    listed=placeholders)
