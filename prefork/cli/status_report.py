@@ -19,7 +19,8 @@ Report = dict[str, Any]
 Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
-QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "done_last_hour")
+QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "waiting",
+                 "done_last_hour")
 STALE_BEATS = 2
 
 
@@ -93,12 +94,14 @@ def render(report: Report) -> str:
                      if child.get("job_id") else child["state"])
             lines.append(f"    worker {child['slot']} pid {child['pid']}: {doing}")
     lines += ["", f"{'QUEUE':<20} {'READY':>7} {'DELAYED':>8} {'RESERVED':>9} {'DEAD':>6} "
-                  f"{'CANCELLED':>9} {'DONE/1H':>8} {'JOBS/MIN':>9} {'OLDEST READY':>13}"]
+                  f"{'CANCELLED':>9} {'WAITING':>8} {'DONE/1H':>8} {'JOBS/MIN':>9} "
+                  f"{'OLDEST READY':>13}"]
     for name, row in report["queues"].items():
         oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
         label = f"{name} (paused)" if row["paused"] else name
         lines.append(f"{label:<20} {row['ready']:>7} {row['delayed']:>8} {row['reserved']:>9} "
-                     f"{row['dead']:>6} {row['cancelled']:>9} {row['done_last_hour']:>8} "
+                     f"{row['dead']:>6} {row['cancelled']:>9} {row['waiting']:>8} "
+                     f"{row['done_last_hour']:>8} "
                      f"{row['jobs_per_min']:>9} {oldest:>13}")
     return "\n".join(lines + _limit_lines(report.get("limits", [])))
 

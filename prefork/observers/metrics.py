@@ -58,7 +58,7 @@ DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                     float("inf"))
 # The job states a queue's figures count; delayed: ready, but not due yet.
 QUEUE_STATES = (JobStatus.READY.value, "delayed", JobStatus.RESERVED.value, JobStatus.DEAD.value,
-                JobStatus.CANCELLED.value)
+                JobStatus.CANCELLED.value, JobStatus.WAITING.value)
 # The limited groups exported, the busiest (running + waiting) first: a bound on the
 # series however many concurrency keys the jobs carry.
 MAX_LIMIT_GROUPS = 100

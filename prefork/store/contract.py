@@ -37,8 +37,8 @@ def spare_none(held: HeldJob) -> bool:
 # claim), max_attempts, idempotency_key, crashes.
 ClaimedRow = Sequence[Any]
 
-# queue_stats() of one queue: "ready", "delayed", "reserved", "dead", "cancelled" (counts) and
-# "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
+# queue_stats() of one queue: "ready", "delayed", "reserved", "dead", "cancelled", "waiting"
+# (counts) and "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
 QueueFigures = dict[str, float]
 
 # status(): (running supervisors as dicts, live counts [(queue, status, due,
@@ -72,7 +72,7 @@ def queue_figures(queues: Sequence[str],
 def _no_figures() -> QueueFigures:
     figures: QueueFigures = {status.value: 0 for status in
                              (JobStatus.READY, JobStatus.RESERVED, JobStatus.DEAD,
-                              JobStatus.CANCELLED)}
+                              JobStatus.CANCELLED, JobStatus.WAITING)}
     figures.update(delayed=0, oldest_ready_age=0.0)
     return figures
 

@@ -209,8 +209,13 @@ class Flows(abc.ABC):
                               queue=queue, **params, **named)
         book = Bookkeeping(self)
         for job_id, status, workflow_id, step in found:
-            now = book.retried(int(workflow_id), int(step), JobStatus(text(status)))
-            self.run(self.sql.retry_member, id=job_id, status=now.value,
+            was = JobStatus(text(status))
+            # A retry before it in this transaction may have made it wait again (it
+            # was cancelled by its chain's stop): counted then, only reset now.
+            now = self.step_status(int(workflow_id), int(step))
+            if now is was:
+                now = book.retried(int(workflow_id), int(step), was)
+            self.run(self.sql.retry_member, id=job_id, status=(now or was).value,
                      max_attempts=max_attempts)
         book.save()
         return len(found), int(found[-1][0]) + 1 if found else after

@@ -88,7 +88,7 @@ def test_status_counts_live_jobs_and_recent_done_per_queue(backend_store, db):
     # covers the database's clock against this host's.
     assert 3600 - CLOCK_SLACK <= age <= 3600 + waited + CLOCK_SLACK
     assert default == {
-        "ready": 1, "delayed": 1, "reserved": 1, "dead": 1, "cancelled": 0, "done_last_hour": 1,
+        "ready": 1, "delayed": 1, "reserved": 1, "dead": 1, "cancelled": 0, "waiting": 0, "done_last_hour": 1,
         "jobs_per_min": round(1 / 60, 2), "paused": False}
     assert report["queues"]["mail"]["ready"] == 1
     (supervisor,) = report["supervisors"]

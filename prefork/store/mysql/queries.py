@@ -275,7 +275,7 @@ QUEUE_STATS = (
     " TIMESTAMPDIFF(MICROSECOND, MIN(IF(available_at <= UTC_TIMESTAMP(6), available_at, NULL)),"
     " UTC_TIMESTAMP(6)) / 1e6"
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') AND queue IN ({queues})"
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled', 'waiting') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
 # --- the supervisor registry ---------------------------------------------------------------
@@ -357,7 +357,7 @@ LIVE_COUNTS = (
     "SELECT queue, status, available_at <= UTC_TIMESTAMP(6) AS due, COUNT(*),"
     " TIMESTAMPDIFF(MICROSECOND, MIN(available_at), UTC_TIMESTAMP(6)) / 1e6"
     " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_claim)"
-    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') GROUP BY queue, status, due")
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled', 'waiting') GROUP BY queue, status, due")
 
 DONE_SINCE = (
     "SELECT queue, COUNT(*) FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_finished)"

@@ -200,7 +200,7 @@ QUEUE_STATS = (
     " (julianday(:now) - julianday(MIN(CASE WHEN available_at <= :now THEN available_at END)))"
     " * 86400.0"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') AND queue IN ({queues})"
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled', 'waiting') AND queue IN ({queues})"
     " GROUP BY queue, status")
 
 # A job held by a worker whose host name is not ours: the file is shared
@@ -275,7 +275,7 @@ PAUSED_QUEUES = "SELECT queue FROM prefork_queue_states WHERE paused = 1 ORDER B
 LIVE_COUNTS = (
     "SELECT queue, status, available_at <= :now AS due, COUNT(*), MIN(available_at)"
     " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
-    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled') GROUP BY queue, status, due")
+    " WHERE status IN ('ready', 'reserved', 'dead', 'cancelled', 'waiting') GROUP BY queue, status, due")
 
 DONE_SINCE = (
     "SELECT queue, COUNT(*) FROM prefork_jobs INDEXED BY ix_prefork_jobs_finished"
