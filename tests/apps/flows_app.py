@@ -62,3 +62,9 @@ def step(job):
 @prefork.handler("flow.quick")
 def quick(job):
     started(job)
+
+
+@prefork.handler("flow.sum")
+def add_up(job):
+    """payload['n'] plus the results of the jobs before it: a chain passes its sums on."""
+    return job.payload.get("n", 0) + sum(up.result or 0 for up in job.upstream())
