@@ -14,6 +14,7 @@ from ..supervisor.startup import catch_signals_early
 from . import supervise  # noqa: F401,I001  (run, the default, first)
 from . import jobs  # noqa: F401
 from . import cancel  # noqa: F401
+from . import workflows  # noqa: F401
 from . import setup  # noqa: F401
 from . import doctor  # noqa: F401
 from . import operations  # noqa: F401

@@ -50,7 +50,9 @@ class FlowSql:
     retry_member: str
     progress: str
     place_of: str
+    live_workflows: str  # outermost workflows not done, by state: (state, count)
     workflow_read: str   # workflow_row without a lock
+    job_states_of_root: str   # an outermost workflow's jobs by state: (status, count)
     jobs_between: str    # a workflow's jobs at steps :first to :last: (id, step, status)
     nested_between: str  # its nested workflows at those steps: (id, step)
     listed: ListParams
@@ -229,6 +231,15 @@ class Flows(abc.ABC):
         node_id, kind, state, total, done, dead, cancelled, is_open = found[0]
         return Progress(int(node_id), Kind(text(kind)), State(text(state)), int(total),
                         int(done), int(dead), int(cancelled), bool(is_open))
+
+    def live_states(self) -> dict[str, int]:
+        """{state: outermost workflows} of running, dead and cancelled ones."""
+        return {text(state): int(count) for state, count in self.rows(self.sql.live_workflows)}
+
+    def job_states(self, workflow_id: int) -> dict[str, int]:
+        """{state: jobs} of an outermost workflow's jobs, nested ones' included."""
+        return {text(status): int(count)
+                for status, count in self.rows(self.sql.job_states_of_root, id=workflow_id)}
 
     def place(self, job_id: int) -> Place | None:
         found = self.rows(self.sql.place_of, id=job_id)

@@ -7,7 +7,7 @@ import abc
 from collections.abc import Sequence
 
 from ..jobs import JobStatus, Lease, Upstream, member_token
-from ..workflows.model import Enqueued, Place, Progress
+from ..workflows.model import Enqueued, Place, Progress, State
 from ..workflows.plan import Plan
 from ..workflows.spec import Step
 from .outcomes import JobOutcomes
@@ -39,6 +39,21 @@ class WorkflowStore(JobOutcomes):
     @abc.abstractmethod
     def workflow_progress(self, workflow_id: int) -> Progress | None:
         """A workflow's members by how they ended, and its state; None if none."""
+
+    @abc.abstractmethod
+    def prune_workflows(self, state: State, older_than_seconds: float, batch: int = 1000) -> int:
+        """Delete one bounded batch of outermost workflows of `state` (done, dead,
+        cancelled) that ended that long ago and have no job left to run, with their
+        nested ones; how many outermost ones."""
+
+    @abc.abstractmethod
+    def workflow_states(self) -> dict[str, int]:
+        """{state: how many} of the outermost workflows running, dead or cancelled (the
+        metrics': done ones are not counted)."""
+
+    @abc.abstractmethod
+    def workflow_jobs(self, workflow_id: int) -> dict[str, int]:
+        """{state: how many} of the jobs of an outermost workflow and its nested ones."""
 
     @abc.abstractmethod
     def workflow_place(self, job_id: int) -> Place | None:

@@ -166,6 +166,11 @@ class Upkeep:
         answer = self._with_store(lambda store: (store.finish_cancelled(lease),))
         return None if answer is False else answer[0]
 
+    def workflow_states(self) -> Optional[dict[str, int]]:
+        """Workflows not done, by state (store.workflow_states); None when the database is away."""
+        states = self._with_store(lambda store: store.workflow_states())
+        return None if states is False else states
+
     def limit_usage(self) -> Optional[list[LimitUsage]]:
         """The limited groups' usage (store.limit_usage); None when the database is away."""
         usage = self._with_store(lambda store: store.limit_usage())

@@ -41,5 +41,8 @@ class ObservedSupervisor:
     def limit_usage(self) -> Optional[list[LimitUsage]]:
         return self._supervisor.upkeep.limit_usage()
 
+    def workflow_states(self) -> Optional[dict[str, int]]:
+        return self._supervisor.upkeep.workflow_states()
+
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         return self._supervisor.upkeep.enqueue(new_job)

@@ -103,6 +103,18 @@ class Place(NamedTuple):
     step: int
     root_id: int
 
+    def describe(self) -> str:
+        """As `show` says it: "step 2 of chain 14 (in workflow 12)", "the on_success
+        callback of batch 7"."""
+        if self.step == ON_SUCCESS_STEP:
+            where = f"the on_success callback of {self.kind} {self.workflow_id}"
+        elif self.step == ON_COMPLETE_STEP:
+            where = f"the on_complete callback of {self.kind} {self.workflow_id}"
+        else:
+            place = "step" if self.kind is Kind.CHAIN else "member"
+            where = f"{place} {self.step} of {self.kind} {self.workflow_id}"
+        return where if self.root_id == self.workflow_id else f"{where} (in workflow {self.root_id})"
+
 
 class Enqueued(NamedTuple):
     """A workflow enqueued (or the one its key named already): its id, and its jobs'

@@ -135,4 +135,5 @@ def test_prune_takes_a_zero_age_as_an_age(tmp_path):
     assert run_cli("migrate", dsn=dsn).returncode == 0
     result = run_cli("prune", "--done-older-than", "0s", dsn=dsn)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["deleted 0 done jobs", "deleted 0 old supervisor records"]
+    assert result.stdout.splitlines() == ["deleted 0 done jobs", "deleted 0 done workflows",
+                                          "deleted 0 old supervisor records"]

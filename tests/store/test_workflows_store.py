@@ -336,3 +336,22 @@ def test_a_step_reads_the_results_of_the_step_before_it(backend_store):
     finish_with(callback, "closed")
     [final] = claim(s)
     assert [(up.id, up.result) for up in final.upstream()] == [(then, "closed")]
+
+
+def test_prune_deletes_ended_workflows_but_not_one_with_a_step_to_run(backend_store, db):
+    s = backend_store()
+    done = enqueue(s, prefork.group([job("p.a")], then=job("p.b")))
+    run_all(s)
+    stopped = enqueue(s, prefork.chain(job("p.c"), job("p.d")))
+    [first] = claim(s)
+    assert s.fail(first, "Boom", DEAD)
+    assert s.workflow_states() == {"dead": 1}
+    assert s.prune_workflows(State.DONE, -60) == 1
+    assert s.prune_workflows(State.DEAD, -60) == 0   # its second step waits for a retry
+    assert s.workflow_progress(done.id) is None and s.workflow_place(done.job_ids[0]) is None
+    assert db.scalar("SELECT COUNT(*) FROM prefork_workflows") == 1   # the stopped chain
+    s.cancel([stopped.job_ids[1]])
+    assert s.prune_workflows(State.DEAD, -60) == 1
+    assert db.scalar("SELECT COUNT(*) FROM prefork_workflows") == 0
+    assert s.retry_dead([first.id]) == 1   # a member of a workflow gone: a plain job now
+    assert db.row(first.id)["status"] == "ready"

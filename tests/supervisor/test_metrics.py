@@ -172,6 +172,24 @@ def test_cancelled_jobs_and_limit_groups_are_exported(started, sqlite_store):
     assert s.get(running)["status"] == "cancelled"
 
 
+def test_workflows_are_counted_by_state(started, sqlite_store):
+    """Outermost workflows running and stopped by a dead member; a nested one, a done
+    one and waiting jobs are not workflows to count."""
+    s = sqlite_store()
+    waiting = prefork.job("report.build", {}, queue="other")   # nobody claims it here
+    s.enqueue_workflow(plan_flow(prefork.chain(prefork.group([waiting]), waiting)))
+    stopped = s.enqueue_workflow(plan_flow(prefork.chain(prefork.job("sleep", {}), waiting)))
+    [first] = s.claim(["default"], WORKER, 30, limit=1)
+    assert first.id == stopped.job_ids[0] and s.fail(first, "Boom", Decision(True, 0.0))
+    port = free_port()
+    started("--workers", "1", "--metrics-address", f"127.0.0.1:{port}",
+            "--queues", "nothing-here")
+    scrape = scrape_when(port, lambda m: m.value("prefork_workflows", state="dead") == 1,
+                         "the stopped workflow counted")
+    assert scrape.value("prefork_workflows", state="running") == 1
+    assert scrape.value("prefork_workflows", state="cancelled") == 0
+
+
 def test_no_endpoint_without_a_metrics_address(started):
     sup = started("--workers", "1")
     sup.wait_event("worker_ready")

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...jobs import JobStatus, Lease
 from ...results import KeptResult
-from ...workflows.model import Enqueued, Place, Progress
+from ...workflows.model import Enqueued, Place, Progress, State
 from ...workflows.plan import Plan
 from ...workflows.spec import Step
 from ..flows import text
@@ -19,8 +19,9 @@ from .portable_queries import COMPLETE_LEASED
 from .queries import RELEASE, lease_pairs, placeholders
 from .result_queries import RECORD_RESULT
 from .results import result_args
-from .session import MySQLSession
-from .workflow_queries import LOCK_MEMBER_LEASES, LOCK_RELEASING, LOCK_RESERVED_MEMBERS
+from .session import MySQLSession, micros
+from .workflow_queries import (DELETE_WORKFLOWS, LOCK_MEMBER_LEASES, LOCK_RELEASING,
+                               LOCK_RESERVED_MEMBERS, PRUNABLE_WORKFLOWS)
 from .workflows import MySQLFlows
 
 
@@ -130,6 +131,22 @@ class MySQLMembers(MySQLSession):
     def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
         with self.conn.cursor() as cursor:
             return MySQLFlows(cursor).upstream_jobs(job_id)
+
+    def prune_workflows(self, state: State, older_than_seconds: float, batch: int = 1000) -> int:
+        ids = [row[0] for row in self._all(PRUNABLE_WORKFLOWS, (
+            State(state).value, micros(older_than_seconds), batch))]
+        if ids:
+            listed = placeholders(len(ids))
+            self._rowcount(DELETE_WORKFLOWS.format(ids=listed), ids * 2)
+        return len(ids)
+
+    def workflow_states(self) -> dict[str, int]:
+        with self.conn.cursor() as cursor:
+            return MySQLFlows(cursor).live_states()
+
+    def workflow_jobs(self, workflow_id: int) -> dict[str, int]:
+        with self.conn.cursor() as cursor:
+            return MySQLFlows(cursor).job_states(workflow_id)
 
     def workflow_place(self, job_id: int) -> Place | None:
         with self.conn.cursor() as cursor:

@@ -53,6 +53,18 @@ JOBS_OF_ROOT = (
     " JOIN prefork_jobs AS j FORCE INDEX (ix_prefork_jobs_workflow) ON j.workflow_id = w.id"
     " WHERE w.id = %(id)s OR w.root_id = %(id)s ORDER BY j.id")
 
+# Those jobs by state: (status, count).
+JOB_STATES_OF_ROOT = (
+    "SELECT j.status, COUNT(*) FROM prefork_workflows AS w"
+    " JOIN prefork_jobs AS j FORCE INDEX (ix_prefork_jobs_workflow) ON j.workflow_id = w.id"
+    " WHERE w.id = %(id)s OR w.root_id = %(id)s GROUP BY j.status")
+
+# The metrics: outermost workflows not done, by state, from the root index (done
+# ones are not counted: there are ever more of them).
+LIVE_WORKFLOWS = (
+    "SELECT state, COUNT(*) FROM prefork_workflows FORCE INDEX (ix_prefork_workflows_root)"
+    " WHERE root_id IS NULL AND state IN ('running', 'dead', 'cancelled') GROUP BY state")
+
 # --- the bookkeeping ------------------------------------------------------------------------
 
 # One workflow row, locked to the end of the transaction (model.Node's column order).
@@ -160,6 +172,21 @@ NESTED_BETWEEN = (
     "SELECT id, parent_step FROM prefork_workflows"
     " WHERE parent_id = %(id)s AND parent_step BETWEEN %(first)s AND %(last)s")
 
+# `prune`: outermost workflows of a state (done; dead, cancelled) that ended longer
+# ago than an age in microseconds, oldest first, a batch at a time, those with no
+# job left to run (a stopped chain's waiting steps keep theirs); then their rows
+# and their nested ones' ({ids}). Their jobs are pruned by their own age.
+PRUNABLE_WORKFLOWS = (
+    "SELECT r.id FROM prefork_workflows AS r FORCE INDEX (ix_prefork_workflows_root)"
+    " WHERE r.root_id IS NULL AND r.state = %s"
+    " AND r.finished_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND"
+    " AND NOT EXISTS (SELECT 1 FROM prefork_workflows AS w JOIN prefork_jobs AS j"
+    " ON j.workflow_id = w.id WHERE (w.id = r.id OR w.root_id = r.id)"
+    " AND j.status IN ('ready', 'reserved', 'waiting'))"
+    " ORDER BY r.finished_at LIMIT %s")
+
+DELETE_WORKFLOWS = "DELETE FROM prefork_workflows WHERE id IN ({ids}) OR root_id IN ({ids})"
+
 # --- the members' paths (members.py), positional -----------------------------------------------
 
 # Of a group of members' leases ({lease_pairs}), lock in id order those whose lease
@@ -203,5 +230,5 @@ SQL = FlowSql(
     restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
     members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
     retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
-    workflow_read=READ_WORKFLOW, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
+    live_workflows=LIVE_WORKFLOWS, workflow_read=READ_WORKFLOW, job_states_of_root=JOB_STATES_OF_ROOT, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
     listed=named_list)

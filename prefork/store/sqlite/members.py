@@ -4,12 +4,16 @@ progress and a job's place. A part of SQLiteStore; the paths that end members ar
 in the parts that end jobs (lifecycle.py, cancel.py, operations.py)."""
 from collections.abc import Sequence
 from contextlib import closing
+from datetime import timedelta
 
-from ...jobs import JobStatus
-from ...workflows.model import Enqueued, Place, Progress
+from ...jobs import JobStatus, utc_now
+from ...workflows.model import Enqueued, Place, Progress, State
 from ...workflows.plan import Plan
 from ...workflows.spec import Step
+from .file import stamp
+from .queries import placeholders
 from .session import SQLiteSession
+from .workflow_queries import DELETE_WORKFLOWS, PRUNABLE_WORKFLOWS
 from .workflows import SQLiteFlows
 
 
@@ -50,6 +54,24 @@ class SQLiteMembers(SQLiteSession):
     def upstream_jobs(self, job_id: int) -> list[tuple[int, JobStatus]]:
         with closing(self._connection().cursor()) as cursor:
             return SQLiteFlows(cursor).upstream_jobs(job_id)
+
+    def prune_workflows(self, state: State, older_than_seconds: float, batch: int = 1000) -> int:
+        before = stamp(utc_now() - timedelta(seconds=older_than_seconds))
+        with self._write() as cursor:
+            ids = [row[0] for row in cursor.execute(PRUNABLE_WORKFLOWS, {
+                "status": State(state).value, "before": before, "batch": batch})]
+            if ids:
+                listed, params = placeholders("id", ids)
+                cursor.execute(DELETE_WORKFLOWS.format(ids=listed), params)
+        return len(ids)
+
+    def workflow_states(self) -> dict[str, int]:
+        with closing(self._connection().cursor()) as cursor:
+            return SQLiteFlows(cursor).live_states()
+
+    def workflow_jobs(self, workflow_id: int) -> dict[str, int]:
+        with closing(self._connection().cursor()) as cursor:
+            return SQLiteFlows(cursor).job_states(workflow_id)
 
     def workflow_place(self, job_id: int) -> Place | None:
         with closing(self._connection().cursor()) as cursor:

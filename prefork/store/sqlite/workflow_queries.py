@@ -37,6 +37,29 @@ JOBS_OF_ROOT = (
     " JOIN prefork_jobs AS j INDEXED BY ix_prefork_jobs_workflow ON j.workflow_id = w.id"
     " WHERE w.id = :id OR w.root_id = :id ORDER BY j.id")
 
+JOB_STATES_OF_ROOT = (
+    "SELECT j.status, COUNT(*) FROM prefork_workflows AS w"
+    " JOIN prefork_jobs AS j INDEXED BY ix_prefork_jobs_workflow ON j.workflow_id = w.id"
+    " WHERE w.id = :id OR w.root_id = :id GROUP BY j.status")
+
+# The metrics: outermost workflows not done, by state, from the root index (done
+# ones are not counted: there are ever more of them).
+LIVE_WORKFLOWS = (
+    "SELECT state, COUNT(*) FROM prefork_workflows INDEXED BY ix_prefork_workflows_root"
+    " WHERE root_id IS NULL AND state IN ('running', 'dead', 'cancelled') GROUP BY state")
+
+# `prune`: outermost workflows of :status that ended before :before, oldest first,
+# :batch at a time, with no job left to run; then their rows and their nested ones'.
+PRUNABLE_WORKFLOWS = (
+    "SELECT r.id FROM prefork_workflows AS r INDEXED BY ix_prefork_workflows_root"
+    " WHERE r.root_id IS NULL AND r.state = :status AND r.finished_at < :before"
+    " AND NOT EXISTS (SELECT 1 FROM prefork_workflows AS w JOIN prefork_jobs AS j"
+    " ON j.workflow_id = w.id WHERE (w.id = r.id OR w.root_id = r.id)"
+    " AND j.status IN ('ready', 'reserved', 'waiting'))"
+    " ORDER BY r.finished_at LIMIT :batch")
+
+DELETE_WORKFLOWS = "DELETE FROM prefork_workflows WHERE id IN ({ids}) OR root_id IN ({ids})"
+
 # --- the bookkeeping (workflows.SQLiteBooks) ---------------------------------------------
 
 # One workflow row, in the column order of model.Node.
@@ -134,5 +157,5 @@ SQL = FlowSql(
     restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
     members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
     retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
-    workflow_read=WORKFLOW_ROW, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
+    live_workflows=LIVE_WORKFLOWS, workflow_read=WORKFLOW_ROW, job_states_of_root=JOB_STATES_OF_ROOT, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
     listed=placeholders)
