@@ -91,6 +91,7 @@ class Progress(NamedTuple):
 
     @property
     def pending(self) -> int:
+        """Members that have not ended yet."""
         return self.total - self.done - self.dead - self.cancelled
 
 
