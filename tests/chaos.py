@@ -565,9 +565,11 @@ class Scenario:
         return self.db.enqueue(self.run, self.queue, count, work_ms, self.settings.max_attempts,
                                self.rng, first=first, extra=extra, job_type=job_type)
 
-    def supervisor(self, name, workers, dsn=None):
-        sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn,
-                         supervisor_args(self.settings, self.queue, workers), self.environ)
+    def supervisor(self, name, workers, dsn=None, apps=APP_MODULE):
+        args = supervisor_args(self.settings, self.queue, workers)
+        args[args.index("--app") + 1] = apps
+        sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn, args,
+                         self.environ)
         self.supervisors.append(sup)
         return sup
 

@@ -25,7 +25,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from chaos import Chaos, Scenario, Supervisor, supervisor_args
+from chaos import Chaos, Scenario
 from polling import poll_until
 
 import prefork
@@ -155,15 +155,6 @@ class Flows:
         return owners
 
 
-def _supervisor(scenario, name, settings):
-    args = supervisor_args(settings, scenario.queue, settings.workers)
-    args[args.index("--app") + 1] = APPS
-    sup = Supervisor(scenario.workdir, f"{scenario.run}-{name}", scenario.db.dsn, args,
-                     scenario.environ)
-    scenario.supervisors.append(sup)
-    return sup
-
-
 class FlowChaos(Chaos):
     """scenario 1's chaos loop (kills, reloads, a database restart), and once, at
     kill_supervisor_at, a SIGKILL of the supervisor and a new one in its place."""
@@ -180,7 +171,7 @@ class FlowChaos(Chaos):
             self.sup.proc.send_signal(signal.SIGKILL)   # its children quick-stop, orphaned
             self.sup.wait(10)
             self.log("SIGKILLed the supervisor; a new one takes over")
-            self.sup = _supervisor(self.scenario, "after", self.settings)
+            self.sup = self.scenario.supervisor("after", self.settings.workers, apps=APPS)
             return
         super().kill_one()
 
@@ -200,7 +191,7 @@ def run_workflows(db, settings=None, workdir=None, log=None):
         flows.build()
         owners = flows.enqueue()
         report.figures.update(workflows=len(flows.specs), jobs=len(owners))
-        sup = _supervisor(scenario, "chaos", settings)
+        sup = scenario.supervisor("chaos", settings.workers, apps=APPS)
         scenario.wait_ready(sup, settings.workers)
         chaos = FlowChaos(scenario, sup, settings)
         chaos.run()
@@ -211,7 +202,7 @@ def run_workflows(db, settings=None, workdir=None, log=None):
         if chaos.sup.alive():
             chaos.sup.signal(signal.SIGTERM)
             chaos.sup.wait(settings.graceful_timeout + settings.hard_timeout + 20)
-        quiet = _supervisor(scenario, "quiet", settings)
+        quiet = scenario.supervisor("quiet", settings.workers, apps=APPS)
         try:
             poll_until(lambda: not db.scalar(LIVE, (scenario.queue,)) or not quiet.alive(),
                        settings.drain_timeout, interval=0.2, message="the workflows to end")

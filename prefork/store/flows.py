@@ -30,7 +30,8 @@ RETRY_BATCH = 500
 
 @dataclass(frozen=True)
 class FlowSql:
-    """A dialect's workflow statements, each with named parameters."""
+    """A dialect's workflow statements, each with named parameters; a dialect's
+    workflow_queries.py names each as its field, in capitals (named())."""
     insert_workflow: str
     workflow_by_key: str
     jobs_of_root: str
@@ -56,6 +57,12 @@ class FlowSql:
     jobs_between: str    # a workflow's jobs at steps :first to :last: (id, step, status)
     nested_between: str  # its nested workflows at those steps: (id, step)
     listed: ListParams
+
+    @classmethod
+    def named(cls, statements: dict[str, Any], listed: ListParams) -> "FlowSql":
+        """The statements of a queries module (its globals()) that FlowSql names."""
+        return cls(listed=listed, **{name: statements[name.upper()]
+                                     for name in cls.__dataclass_fields__ if name != "listed"})
 
 
 def text(value: Any) -> str:

@@ -68,7 +68,7 @@ LIVE_WORKFLOWS = (
 # --- the bookkeeping ------------------------------------------------------------------------
 
 # One workflow row, locked to the end of the transaction (model.Node's column order).
-LOCK_WORKFLOW = (
+WORKFLOW_ROW = (
     "SELECT id, parent_id, parent_step, kind, state, policy, on_dead, is_open, current_step,"
     " total, done, dead, cancelled FROM prefork_workflows WHERE id = %(id)s FOR UPDATE")
 
@@ -159,7 +159,7 @@ PLACE_OF = (
 
 # What Job.upstream() reads, without locks: a workflow row (model.Node's columns),
 # a workflow's jobs and its nested workflows at steps :first to :last.
-READ_WORKFLOW = (
+WORKFLOW_READ = (
     "SELECT id, parent_id, parent_step, kind, state, policy, on_dead, is_open, current_step,"
     " total, done, dead, cancelled FROM prefork_workflows WHERE id = %(id)s")
 
@@ -222,13 +222,4 @@ def named_list(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]
     return ", ".join(f"%({name})s" for name in names), names
 
 
-SQL = FlowSql(
-    insert_workflow=INSERT_WORKFLOW, workflow_by_key=WORKFLOW_BY_KEY, jobs_of_root=JOBS_OF_ROOT,
-    workflow_row=LOCK_WORKFLOW, save_workflow=SAVE_WORKFLOW, release_step=RELEASE_STEP,
-    release_members=RELEASE_MEMBERS, step_status=STEP_STATUS, child_at=CHILD_AT,
-    children_after=CHILDREN_AFTER, cancel_waiting=CANCEL_WAITING,
-    restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
-    members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
-    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
-    live_workflows=LIVE_WORKFLOWS, workflow_read=READ_WORKFLOW, job_states_of_root=JOB_STATES_OF_ROOT, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
-    listed=named_list)
+SQL = FlowSql.named(globals(), named_list)

@@ -149,13 +149,6 @@ PLACE_OF = (
     " WHERE j.id = :id")
 
 
-SQL = FlowSql(
-    insert_workflow=INSERT_WORKFLOW, workflow_by_key=WORKFLOW_BY_KEY, jobs_of_root=JOBS_OF_ROOT,
-    workflow_row=WORKFLOW_ROW, save_workflow=SAVE_WORKFLOW, release_step=RELEASE_STEP,
-    release_members=RELEASE_MEMBERS, step_status=STEP_STATUS, child_at=CHILD_AT,
-    children_after=CHILDREN_AFTER, cancel_waiting=CANCEL_WAITING,
-    restore_stopped=RESTORE_STOPPED, places=PLACES, states_of=STATES_OF,
-    members_to_retry=MEMBERS_TO_RETRY, member_ids_to_retry=MEMBER_IDS_TO_RETRY,
-    retry_member=RETRY_MEMBER, progress=PROGRESS, place_of=PLACE_OF,
-    live_workflows=LIVE_WORKFLOWS, workflow_read=WORKFLOW_ROW, job_states_of_root=JOB_STATES_OF_ROOT, jobs_between=JOBS_BETWEEN, nested_between=NESTED_BETWEEN,
-    listed=placeholders)
+WORKFLOW_READ = WORKFLOW_ROW   # no lock to leave out: SQLite serialises writers
+
+SQL = FlowSql.named(globals(), placeholders)
