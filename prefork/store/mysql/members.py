@@ -112,10 +112,13 @@ class MySQLMembers(MySQLSession):
             return MySQLFlows(cursor).insert_plan(plan, key)
 
     def add_to_batch(self, batch_id: int, steps: Sequence[Step]) -> list[int]:
-        with self._transaction() as cursor:
-            job_ids, plan = MySQLFlows(cursor).add_members(batch_id, steps)
+        job_ids, plan = self._retry_contention(functools.partial(self._add_once, batch_id, steps))
         self.ring(plan.ready_jobs())
         return job_ids
+
+    def _add_once(self, batch_id: int, steps: Sequence[Step]) -> tuple[list[int], Plan]:
+        with self._transaction() as cursor:
+            return MySQLFlows(cursor).add_members(batch_id, steps)
 
     def close_batch(self, batch_id: int) -> None:
         self._retry_contention(functools.partial(self._close_batch_once, batch_id))
