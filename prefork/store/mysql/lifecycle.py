@@ -41,6 +41,7 @@ from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
 from .members import MySQLMembers
+from .members import flat as _flat
 from .result_queries import RECORD_RESULT
 from .results import record_failure, result_args, results_args
 from .session import error_code, is_contention, micros
@@ -312,11 +313,6 @@ def _fenced(statement: str, leases: Sequence[Lease], target: Target | None = Non
     {levels} list the target's priorities."""
     count = len(target.priorities) if target else 0
     return statement.format(lease_pairs=lease_pairs(len(leases)), levels=levels(count))
-
-
-def _flat(leases: Sequence[Lease]) -> tuple[Any, ...]:
-    """The fence's parameters: id, token of each lease in turn."""
-    return tuple(value for lease in leases for value in lease)
 
 
 def _completed_ids(json_ids: str | None) -> set[int]:

@@ -38,7 +38,7 @@ class MySQLMembers(MySQLSession):
 
     def _complete_members_once(self, leases: Sequence[Lease],
                                results: Sequence[KeptResult]) -> set[int]:
-        fence, args = lease_pairs(len(leases)), _flat(leases)
+        fence, args = lease_pairs(len(leases)), flat(leases)
         with self._transaction() as cursor:
             cursor.execute(LOCK_MEMBER_LEASES.format(lease_pairs=fence), args)
             rows = cursor.fetchall()
@@ -58,7 +58,7 @@ class MySQLMembers(MySQLSession):
         return self._retry_contention(functools.partial(self._release_members_once, leases))
 
     def _release_members_once(self, leases: Sequence[Lease]) -> set[int]:
-        fence, args = lease_pairs(len(leases)), _flat(leases)
+        fence, args = lease_pairs(len(leases)), flat(leases)
         with self._transaction() as cursor:
             cursor.execute(LOCK_RELEASING.format(lease_pairs=fence), args)
             rows = cursor.fetchall()
@@ -156,5 +156,6 @@ class MySQLMembers(MySQLSession):
             return MySQLFlows(cursor).place(job_id)
 
 
-def _flat(leases: Sequence[Lease]) -> tuple[Any, ...]:
+def flat(leases: Sequence[Lease]) -> tuple[Any, ...]:
+    """A fence's parameters ({lease_pairs}): id, token of each lease in turn."""
     return tuple(value for lease in leases for value in lease)
