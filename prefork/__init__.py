@@ -30,6 +30,16 @@ The `cursor` from `job.transaction()` takes `%s` placeholders on both backends
 quick start's SQLite file runs unchanged on MySQL. Don't put `%s` inside a string
 literal or comment: PyMySQL substitutes there.
 
+Workflows: a chain runs its steps one after the other, a group its members at once and
+then its callback, once; a batch takes members until it is closed (see
+prefork/workflows/)::
+
+    flow = prefork.chain(prefork.job("order.charge", {"order": 7}),
+                         prefork.group([prefork.job("mail.send", {"to": to}) for to in team],
+                                       then=prefork.job("order.close", {"order": 7})))
+    prefork.enqueue_workflow(conn, flow, key="order-7")   # in the open transaction
+    conn.commit()
+
 Running enqueued jobs inline in an application's tests: `import prefork.testing`
 (not imported here, so production processes do not load it).
 """
@@ -48,10 +58,17 @@ PUBLIC = {
     "CancelReport": "cancellation",
     "PermanentError": "errors", "LeaseLost": "errors", "JobCancelled": "errors",
     "JobFailed": "errors", "JobNotFinished": "errors",
+    "Batch": "workflows.api", "enqueue_workflow": "workflows.api", "open_batch": "workflows.api",
+    "workflow_progress": "workflows.api",
+    "Enqueued": "workflows.model", "OnDead": "workflows.model", "Policy": "workflows.model",
+    "Progress": "workflows.model",
+    "chain": "workflows.spec", "group": "workflows.spec", "job": "workflows.spec",
 }
 __all__ = ["handler", "enqueue", "cancel", "notify", "result", "Client", "Job", "CancelReport",
            "PermanentError", "LeaseLost", "JobCancelled", "JobFailed", "JobNotFinished",
-           "on_success", "on_failure", "on_dead", "JobAttempt"]
+           "on_success", "on_failure", "on_dead", "JobAttempt",
+           "job", "chain", "group", "enqueue_workflow", "open_batch", "Batch",
+           "workflow_progress", "Enqueued", "Progress", "Policy", "OnDead"]
 
 if TYPE_CHECKING:   # what type checkers see: these names and no other
     from .cancellation import CancelReport as CancelReport
@@ -64,6 +81,11 @@ if TYPE_CHECKING:   # what type checkers see: these names and no other
     from .registry import handler as handler, on_dead as on_dead
     from .registry import on_failure as on_failure, on_success as on_success
     from .worker.attempt import JobAttempt as JobAttempt
+    from .workflows.api import Batch as Batch, enqueue_workflow as enqueue_workflow
+    from .workflows.api import open_batch as open_batch, workflow_progress as workflow_progress
+    from .workflows.model import Enqueued as Enqueued, OnDead as OnDead, Policy as Policy
+    from .workflows.model import Progress as Progress
+    from .workflows.spec import chain as chain, group as group, job as job
 
     __version__: str
 else:

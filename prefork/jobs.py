@@ -43,6 +43,7 @@ class JobStatus(enum.StrEnum):
     DONE = "done"
     DEAD = "dead"
     CANCELLED = "cancelled"  # stopped by `cancel`: never run, or stopped while running
+    WAITING = "waiting"      # a workflow's job that its workflow has not released yet
 
 
 # The states a job ends in: prune removes them, `cancel` leaves them as they are.
@@ -63,10 +64,26 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
+# The first character of the lease token of a workflow's member (the claim writes it,
+# from the job's row): hex never holds it. Every path that ends a job has its lease
+# or reads its row, so a member's end always takes its workflow's bookkeeping along.
+MEMBER_TOKEN_MARK = "w"
+
+
+def member_token(token: str) -> bool:
+    """Whether a lease token is a workflow member's."""
+    return token.startswith(MEMBER_TOKEN_MARK)
+
+
 class Lease(NamedTuple):
     """A claim on one job: whoever holds the token may finish the job while the lease lives."""
     job_id: int
     token: str
+
+    @property
+    def in_workflow(self) -> bool:
+        """Whether the job is a workflow's member: its end moves its workflow on."""
+        return member_token(self.token)
 
 
 @dataclass(frozen=True)
@@ -80,10 +97,20 @@ class JobRun:
     max_result_bytes: int
 
 
+class Upstream(NamedTuple):
+    """A job whose end released a workflow's job (Job.upstream()): its id, how it
+    ended, and its result (None: none kept, or not done)."""
+    id: int
+    status: JobStatus
+    result: Any
+
+
 class CompletionStore(Protocol):
     """What a Job needs of the store it was claimed from (see store/contract.py)."""
 
     def completing(self, job: "Job") -> ContextManager[Any]: ...
+
+    def upstream(self, job_id: int) -> list[Upstream]: ...
 
 
 @dataclass
@@ -117,6 +144,19 @@ class Job:
         """Make store the one transaction() uses: a job claimed by another process
         (the parent, for a child forked per job) must not use that process's session."""
         self._store = store
+
+    def upstream(self) -> list[Upstream]:
+        """In a workflow, the jobs whose end released this one, in the order they were
+        enqueued, each with how it ended and its result: a chain's previous step (the
+        members of a group step; the last step of each chain in it), or a group's
+        members for its callback. Empty for a first step or a job of no workflow.
+
+            [charge] = job.upstream()      # the step before: one job
+            amount = charge.result["amount"]
+        """
+        if self._store is None:
+            raise RuntimeError("this Job was not claimed from a store: it has no workflow")
+        return self._store.upstream(self.id)
 
     def transaction(self) -> ContextManager[Any]:
         """Context manager: a cursor in the transaction that marks this job done.

@@ -32,7 +32,7 @@ MAX_RESULT_BYTES = 8 * 1024 * 1024
 EVERY_COMMAND = "*"
 STORE_COMMANDS = ("run", "work", "bench", "enqueue", "failed", "retry", "show", "cancel",
                   "status", "restart", "pause", "resume", "prune", "discard", "migrate",
-                  "doctor", "dashboard")   # each opens the queue database
+                  "doctor", "dashboard", "workflow")   # each opens the queue database
 READERS_BY_SECTION = {
     "database": STORE_COMMANDS,
     "jobs": ("run", "work", "bench"),
@@ -42,7 +42,7 @@ READERS_BY_SECTION = {
     "dashboard": ("dashboard",),
     # the commands that take their database from Django's settings (--django)
     "integrations": ("run", "work", "enqueue", "failed", "retry", "show", "cancel", "status",
-                     "restart", "pause", "resume", "prune", "discard", "migrate"),
+                     "restart", "pause", "resume", "prune", "discard", "migrate", "workflow"),
     "logging": (EVERY_COMMAND,),
 }
 

@@ -27,6 +27,10 @@ Five scenarios, all on real processes and a real MariaDB/MySQL server:
    while children and then the supervisor are SIGKILLed holding them: every job
    done, no key ever over its limit (from the execution log's start and end
    times), no slot left taken (the replacement supervisor finishes the rest).
+6. workflows (tests/workflows_chaos.py): groups with callbacks, chains and nested
+   ones under kills of children and of the supervisor, reloads and a database
+   restart: every callback and chain step exactly once, none before the commits of
+   the jobs before it, none missing, no workflow stuck.
 5. fork (scenario 1 with --max-items 1, fewer jobs): each child is forked with a
    job the parent claimed for it and the parent writes its completion, so the
    kills land on children that hold a job they may not have started, and on
@@ -561,9 +565,11 @@ class Scenario:
         return self.db.enqueue(self.run, self.queue, count, work_ms, self.settings.max_attempts,
                                self.rng, first=first, extra=extra, job_type=job_type)
 
-    def supervisor(self, name, workers, dsn=None):
-        sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn,
-                         supervisor_args(self.settings, self.queue, workers), self.environ)
+    def supervisor(self, name, workers, dsn=None, apps=APP_MODULE):
+        args = supervisor_args(self.settings, self.queue, workers)
+        args[args.index("--app") + 1] = apps
+        sup = Supervisor(self.workdir, f"{self.run}-{name}", dsn or self.db.dsn, args,
+                         self.environ)
         self.supervisors.append(sup)
         return sup
 
@@ -1012,7 +1018,8 @@ def _parse_args(argv):
         description="Chaos soak of the prefork-queue supervisor, with a ledger audit.",
         epilog="See the module docstring of tests/chaos.py for what each scenario does.")
     parser.add_argument("--scenario",
-                        choices=("all", "chaos", "partition", "stall", "limits", "fork"),
+                        choices=("all", "chaos", "partition", "stall", "limits", "fork",
+                                 "workflows"),
                         default="all")
     parser.add_argument("--full", action="store_true",
                         help="full size: 20,000 jobs, 240 s of chaos, a bigger partition run")
@@ -1084,6 +1091,10 @@ def main(argv=None):
         # limits_chaos imports this module: it is imported here, once this one is loaded.
         from limits_chaos import LimitsSettings, run_limits
         runs.append(("limits", run_limits, LimitsSettings.full() if args.full else LimitsSettings()))
+    if args.scenario in ("all", "workflows"):
+        from workflows_chaos import FlowSettings, run_workflows   # it imports this module
+        runs.append(("workflows", run_workflows,
+                     FlowSettings.full() if args.full else FlowSettings(seed=args.seed)))
     try:
         for name, runner, settings in runs:
             db = database(name)

@@ -47,6 +47,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     initialize, invariant, precondition, rule, run_state_machine_as_test)
+from store_model_flows import FlowModel, WorkflowRules
 from store_model_rules import (
     LIMIT, QUEUE, QUEUE_LISTS, QUEUES, SUPERVISOR, WORKER, LifeCycleRules)
 from store_model_state import (
@@ -61,9 +62,14 @@ MAX_SUPERVISORS = 4
 CONNECTIONS = 2                 # stores (connections) on one queue: workers use them in turn
 
 
-class StoreMachine(LifeCycleRules):
-    """The life cycle, the operators' side (supervisors, dead jobs, pausing, delays
-    that pass), and the check of the whole store against the model after every step."""
+class StoreMachine(LifeCycleRules, WorkflowRules):
+    """The life cycle, workflows, the operators' side (supervisors, dead jobs, pausing,
+    delays that pass), and the check of the whole store against the model after every
+    step (once the model's workflows moved on)."""
+
+    def __init__(self, stores, tally):
+        super().__init__(stores, tally)
+        self.flows = FlowModel(self.model)
 
     # -- supervisors ---------------------------------------------------------------------------
 
@@ -152,8 +158,9 @@ class StoreMachine(LifeCycleRules):
                    if ids is None or job_id in ids]
         assert self.store.retry_dead(ids, queue, max_attempts, statuses) == len(revived), \
             f"retry_dead {ids} {queue} {statuses}"
-        for job_id in revived:
+        for job_id in sorted(revived):   # members in id order, as the store retries them
             self.model.revive(job_id, max_attempts)
+            self.flows.revive(job_id)
         self.tally["retried dead"] += len(revived)
 
     @rule(picks=st.lists(st.integers(0, 1000), min_size=1, max_size=4))
@@ -203,6 +210,9 @@ class StoreMachine(LifeCycleRules):
     @invariant()
     def store_agrees_with_the_model(self):
         self.tally["checks"] += 1
+        self.flows.settle()
+        self.tally["released"] += len(self.flows.released)
+        self.flows.released.clear()
         rows, _ = raw(self.store, ROWS)
         assert sorted(row[0] for row in rows) == sorted(self.model.jobs), "the jobs differ"
         now = utc_now()

@@ -24,7 +24,8 @@ SKEW = timedelta(hours=1)
 
 # The test's own statements, run through the store's connection (%s; ? on SQLite).
 CLEAR = ("DELETE FROM prefork_jobs", "DELETE FROM prefork_processes",
-         "DELETE FROM prefork_queue_states", "DELETE FROM prefork_restarts")
+         "DELETE FROM prefork_queue_states", "DELETE FROM prefork_restarts",
+         "DELETE FROM prefork_workflows")
 ROWS = ("SELECT id, queue, idempotency_key, status, priority, attempts, max_attempts, crashes,"
         " lease_token, available_at, lease_until, locked_by, process_id,"
         " cancel_requested_at IS NOT NULL FROM prefork_jobs")
@@ -163,7 +164,7 @@ class Model:
             job = self.jobs.get(job_id)
             if job is None:
                 report[3].append(job_id)
-            elif job.status == READY:
+            elif job.status in (READY, JobStatus.WAITING):
                 self.settle(job_id, CANCELLED)
                 report[0].append(job_id)
             elif job.status == RESERVED:
@@ -205,7 +206,8 @@ class Model:
         return {"ready": sum(job.status == READY and job.due for job in mine),
                 "delayed": sum(job.status == READY and not job.due for job in mine),
                 "reserved": sum(job.status == RESERVED for job in mine),
-                "dead": sum(job.status == DEAD for job in mine)}
+                "dead": sum(job.status == DEAD for job in mine),
+                "waiting": sum(job.status == JobStatus.WAITING for job in mine)}
 
 
 def check_row(row, job, now):

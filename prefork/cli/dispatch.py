@@ -62,7 +62,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 def every_command() -> dict[str, Command]:
     """Every command registered (its module imported), for the top level's help, the
     docs and the tests."""
-    from . import bench, cancel, dashboard, doctor, jobs, operations, setup, supervise  # noqa: F401
+    for module in dict.fromkeys(parser.COMMAND_MODULES.values()):
+        import_module(f"{__package__}.{module}")
     return COMMANDS
 
 

@@ -189,7 +189,8 @@ def _show_arguments(parser: argparse.ArgumentParser) -> None:
          "at, error), oldest first; \"max_attempts\" is the limit that applies once an "
          "attempt failed (a handler's own cap included); a done job has its \"result\" "
          "(what its handler returned; null when nothing, or once expired) and "
-         "\"result_expires_at\".", arguments=_show_arguments)
+         "\"result_expires_at\"; a workflow's job says where it is in it (\"workflow\": \"step "
+         "2 of chain 14\"; see `workflow ID`).", arguments=_show_arguments)
 def show_command(args: argparse.Namespace, config: Config) -> None:
     store = checked_store(config)
     job = store.get(args.id)
@@ -203,6 +204,9 @@ def show_command(args: argparse.Namespace, config: Config) -> None:
                                            ": its supervisor is stopping it")
     if job["status"] == JobStatus.DONE:
         job = _with_result(job, store)
+    place = store.workflow_place(args.id)
+    if place is not None:
+        job = _after_status(job, "workflow", place.describe())
     print(json.dumps({name: utc_iso(value) if isinstance(value, datetime) else value
                       for name, value in job.items()}, default=str, indent=2,
                      ensure_ascii=False))

@@ -10,6 +10,7 @@ from ..config import Config
 from ..errors import UserError
 from ..jobs import QUEUE_PATTERN, JobStatus
 from ..progress import Progress
+from ..workflows.model import State
 from . import status_report as status_report
 from .helpers import checked_store
 from .parser import command
@@ -106,7 +107,8 @@ def _prune_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Delete dead and cancelled jobs that ended longer ago, e.g. 30d.")
 
 
-@command("prune", "Delete old done (and dead and cancelled) jobs and old supervisor records "
+@command("prune", "Delete old done (and dead and cancelled) jobs and workflows, and old "
+         "supervisor records "
          "in bounded batches. For an admin account: the worker account has no DELETE.",
          arguments=_prune_arguments)
 def prune_command(args: argparse.Namespace, config: Config) -> None:
@@ -119,6 +121,10 @@ def prune_command(args: argparse.Namespace, config: Config) -> None:
         if age is not None:
             deleted = _prune_status(store, status, age)
             print(f"deleted {counted(deleted, f'{status} job')}")
+    for state, age in ((State.DONE, args.done_older_than), (State.DEAD, args.dead_older_than),
+                       (State.CANCELLED, args.dead_older_than)):
+        if age is not None:
+            print(f"deleted {counted(_prune_workflows(store, state, age), f'{state} workflow')}")
     # A zero age is an age (prune everything finished): only None means not given.
     records_age = args.done_older_than if args.done_older_than is not None else args.dead_older_than
     records = store.prune_processes(records_age)
@@ -136,6 +142,15 @@ def _prune_status(store: "Store", status: JobStatus, age: float) -> int:
             break
     progress.finish()
     return deleted
+
+
+def _prune_workflows(store: "Store", state: State, age: float) -> int:
+    deleted = 0
+    while True:
+        batch = store.prune_workflows(state, age, PRUNE_BATCH)
+        deleted += batch
+        if batch < PRUNE_BATCH:
+            return deleted
 
 
 def _discard_arguments(parser: argparse.ArgumentParser) -> None:

@@ -54,6 +54,7 @@ COMMAND_MODULES = {
     "status": "operations", "restart": "operations", "pause": "operations",
     "resume": "operations", "prune": "operations", "discard": "operations",
     "cancel": "cancel",
+    "workflow": "workflows",
     "migrate": "setup", "grants": "setup", "config": "setup",
     "doctor": "doctor",
     "bench": "bench",

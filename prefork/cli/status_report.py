@@ -20,7 +20,8 @@ Report = dict[str, Any]
 Row = dict[str, Any]
 
 DONE_WINDOW = 3600.0
-QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "done_last_hour")
+QUEUE_COLUMNS = ("ready", "delayed", "reserved", "dead", "cancelled", "waiting",
+                 "done_last_hour")
 
 
 def build(raw: tuple[Sequence[Row], Sequence[tuple[Any, ...]], dict[str, int], Any],
@@ -99,8 +100,8 @@ def render(report: Report) -> str:
     return "\n".join(lines + _limit_lines(report.get("limits", [])))
 
 
-QUEUE_HEADER = ("QUEUE", "READY", "DELAYED", "RESERVED", "DEAD", "CANCELLED", "DONE/1H",
-                "JOBS/MIN", "OLDEST READY")
+QUEUE_HEADER = ("QUEUE", "READY", "DELAYED", "RESERVED", "DEAD", "CANCELLED", "WAITING",
+                "DONE/1H", "JOBS/MIN", "OLDEST READY")
 LIMIT_HEADER = ("TYPE", "KEY", "RUNNING", "LIMIT", "RATE", "WAITING")
 
 
@@ -119,7 +120,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1
 def _queue_cells(name: str, row: Row) -> list[object]:
     oldest = "-" if row["oldest_ready_age_s"] is None else f"{row['oldest_ready_age_s']:.1f}s"
     return [f"{name} (paused)" if row["paused"] else name, row["ready"], row["delayed"],
-            row["reserved"], row["dead"], row["cancelled"], row["done_last_hour"],
+            row["reserved"], row["dead"], row["cancelled"], row["waiting"], row["done_last_hour"],
             row["jobs_per_min"], oldest]
 
 

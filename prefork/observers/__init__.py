@@ -50,6 +50,10 @@ class SupervisorView(Protocol):
         """Each limited group with jobs running or waiting (Store.limit_usage); None
         when the database is away. A query: call it seldom."""
 
+    def workflow_states(self) -> Optional[dict[str, int]]:
+        """Outermost workflows running, dead or cancelled, by state (Store.workflow_states);
+        None when the database is away. A query: call it seldom."""
+
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         """Enqueue a job: its id, or False when the database is away."""
 

@@ -22,7 +22,9 @@ Metrics (a dedicated registry, nothing from the global one):
         max-memory, reload (each followed by a replacement), scale-down, shutdown,
         quick-stop, graceful-timeout
     prefork_queue_jobs{queue,state}            ready (due now), delayed, reserved, dead,
-        cancelled
+        cancelled, waiting (a workflow's job not released yet)
+    prefork_workflows{state}                   outermost workflows running, dead (stopped by
+        a dead member) or cancelled; done ones are not counted. Read with the queue figures.
     prefork_queue_oldest_ready_age_seconds{queue}   0 when nothing is due
     prefork_queue_sampled_timestamp_seconds    when the queue figures were read
     prefork_limit_running{type,key}            jobs of a limited group running now
@@ -58,7 +60,9 @@ DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                     float("inf"))
 # The job states a queue's figures count; delayed: ready, but not due yet.
 QUEUE_STATES = (JobStatus.READY.value, "delayed", JobStatus.RESERVED.value, JobStatus.DEAD.value,
-                JobStatus.CANCELLED.value)
+                JobStatus.CANCELLED.value, JobStatus.WAITING.value)
+# The workflow states counted (done ones are not: there are ever more of them).
+WORKFLOW_STATES = ("running", "dead", "cancelled")
 # The limited groups exported, the busiest (running + waiting) first: a bound on the
 # series however many concurrency keys the jobs carry.
 MAX_LIMIT_GROUPS = 100
@@ -130,6 +134,8 @@ class Metrics:
                                    "waiting to start.", ["type", "key"], registry=registry)
         self.limit_concurrency = Gauge("prefork_limit_concurrency", "A limited group's "
                                        "concurrency limit.", ["type", "key"], registry=registry)
+        self.workflows = Gauge("prefork_workflows", "Outermost workflows by state (running, "
+                               "dead, cancelled; not done).", ["state"], registry=registry)
         self.limit_groups = Gauge("prefork_limit_groups", "Limited groups with jobs running "
                                   "or waiting (the per-group series show the "
                                   f"{MAX_LIMIT_GROUPS} busiest).", registry=registry)
@@ -186,6 +192,7 @@ class Metrics:
             self.next_sample_at = now + SAMPLE_INTERVAL
             self._sample_queues(view)
             self._sample_limits(view)
+            self._sample_workflows(view)
 
     def _count_workers(self, view: "SupervisorView") -> None:
         self.workers_alive.set(view.workers_alive)
@@ -212,6 +219,13 @@ class Metrics:
             self.oldest_ready.labels(queue).set(figures["oldest_ready_age"])
         self.sampled_queues = set(stats)
         self.sampled_at.set(time.time())
+
+    def _sample_workflows(self, view: "SupervisorView") -> None:
+        states = view.workflow_states()
+        if states is None:
+            return   # the database is away: as the queue figures, they stay
+        for state in WORKFLOW_STATES:
+            self.workflows.labels(state).set(states.get(state, 0))
 
     def _sample_limits(self, view: "SupervisorView") -> None:
         usage = view.limit_usage()

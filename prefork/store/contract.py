@@ -18,11 +18,12 @@ from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.rules import LimitRule, LimitUsage
 from ..retry import RetryPolicy
 from ..wakeups import doorbell, remote
-from .outcomes import JobOutcomes
 from .processes import SupervisorRegistry
 from .processes import spare_none as spare_none   # prune_silent()'s default
 from .strays import HeldJob as HeldJob   # prune_silent's too
 from .strays import StrayHandBack
+from .workflow_contract import WorkflowStore
+from .workflow_contract import members_apart as members_apart   # the stores' parts use it
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
 from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
@@ -33,8 +34,8 @@ SILENT_SUPERVISOR_ERROR = "supervisor vanished"
 # claim), max_attempts, idempotency_key, crashes.
 ClaimedRow = Sequence[Any]
 
-# queue_stats() of one queue: "ready", "delayed", "reserved", "dead", "cancelled" (counts) and
-# "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
+# queue_stats() of one queue: "ready", "delayed", "reserved", "dead", "cancelled", "waiting"
+# (counts) and "oldest_ready_age" (seconds the oldest due job has waited; 0.0: none).
 QueueFigures = dict[str, float]
 
 # status(): (running supervisors as dicts, live counts [(queue, status, due,
@@ -67,7 +68,7 @@ def queue_figures(queues: Sequence[str],
 def _no_figures() -> QueueFigures:
     figures: QueueFigures = {status.value: 0 for status in
                              (JobStatus.READY, JobStatus.RESERVED, JobStatus.DEAD,
-                              JobStatus.CANCELLED)}
+                              JobStatus.CANCELLED, JobStatus.WAITING)}
     figures.update(delayed=0, oldest_ready_age=0.0)
     return figures
 
@@ -83,8 +84,9 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-# abc.ABCs, one part of the contract each: strays.py, processes.py, outcomes.py.
-class Store(StrayHandBack, SupervisorRegistry, JobOutcomes):
+# abc.ABCs, one part of the contract each: strays.py, processes.py,
+# workflow_contract.py and outcomes.py (the workflows' base).
+class Store(StrayHandBack, SupervisorRegistry, WorkflowStore):
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 

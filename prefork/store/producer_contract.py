@@ -16,4 +16,4 @@ CONTRACT_VERSION = 1
 # concurrency_key and limited columns the INSERT names), on both backends.
 FIRST_SCHEMA = 6
 # The newest migration of each backend the contract was checked against.
-CHECKED_SCHEMA = {"mysql": 9, "sqlite": 9}
+CHECKED_SCHEMA = {"mysql": 11, "sqlite": 11}

@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import UserError
 from ..jobs import Job, JobStatus, Lease, NewJob
 from ..limits.declared import handled_types
-from ..limits.rules import LimitRule, LimitUsage
+from ..limits.rules import LimitRule
 from ..logs import current_host_pid, error_class, event
 from ..retry import RetryPolicy
 from ..store import driver_errors, open_store
@@ -152,10 +152,10 @@ class Upkeep:
         answer = self._with_store(lambda store: (store.finish_cancelled(lease),))
         return None if answer is False else answer[0]
 
-    def limit_usage(self) -> Optional[list[LimitUsage]]:
-        """The limited groups' usage (store.limit_usage); None when the database is away."""
-        usage = self._with_store(lambda store: store.limit_usage())
-        return None if usage is False else usage
+    def read(self, action: Callable[[Store], Result]) -> Optional[Result]:
+        """action(store), a read; None when the database is away."""
+        answer = self._with_store(lambda store: (action(store),))
+        return None if answer is False else answer[0]
 
     def extend(self, leases: Sequence[Lease]) -> bool:
         """Extend these leases; False when the database is away."""

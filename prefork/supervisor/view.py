@@ -48,7 +48,10 @@ class ObservedSupervisor:
         return self._supervisor.upkeep.queue_stats(queues)
 
     def limit_usage(self) -> Optional[list[LimitUsage]]:
-        return self._supervisor.upkeep.limit_usage()
+        return self._supervisor.upkeep.read(lambda store: store.limit_usage())
+
+    def workflow_states(self) -> Optional[dict[str, int]]:
+        return self._supervisor.upkeep.read(lambda store: store.workflow_states())
 
     def enqueue(self, new_job: NewJob) -> Union[int, Literal[False]]:
         return self._supervisor.upkeep.enqueue(new_job)

@@ -144,6 +144,8 @@ def test_prune_removes_old_cancelled_jobs_with_the_dead_ones(queue_dsn, s, db):
     result = run_cli("prune", "--dead-older-than", "0.1s", dsn=queue_dsn)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["deleted 0 dead jobs", "deleted 1 cancelled job",
+                                          "deleted 0 dead workflows",
+                                          "deleted 0 cancelled workflows",
                                           "deleted 0 old supervisor records"]
     assert s.get(cancelled) is None and statuses(s, kept) == ["ready"]
     only_done = run_cli("prune", "--done-older-than", "0s", dsn=queue_dsn)

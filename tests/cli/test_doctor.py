@@ -177,7 +177,7 @@ def worker_account(migrated):
         printed = run_cli("grants", "--user", user, "--host", "%", dsn=migrated)
         assert printed.returncode == 0, printed.stderr
         statements = [line for line in printed.stdout.splitlines() if line.startswith("GRANT")]
-        assert len(statements) == 9   # the seven worker tables, the rules, the migrations
+        assert len(statements) == 10   # the eight worker tables, the rules, the migrations
         with admin.cursor() as cursor:
             cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, PASSWORD))
             for statement in statements:
@@ -272,7 +272,8 @@ def test_a_server_with_skip_locked_passes(version):
 
 def worker_grants(database="jobs", drop=None):
     tables = ["prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
-              "prefork_minutes", "prefork_task_results", "prefork_limit_groups"]
+              "prefork_minutes", "prefork_task_results", "prefork_limit_groups",
+              "prefork_workflows"]
     lines = ["GRANT USAGE ON *.* TO `w`@`%` IDENTIFIED BY PASSWORD '*D821809F681A40A6E3'"]
     lines += [f"GRANT SELECT, INSERT{'' if table == drop else ', UPDATE'} ON `{database}`.`{table}`"
               " TO `w`@`%`" for table in tables]

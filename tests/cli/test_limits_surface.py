@@ -173,6 +173,9 @@ class StoreView:
     def limit_usage(self):
         return self.store.limit_usage()
 
+    def workflow_states(self):
+        return self.store.workflow_states()
+
 
 def scrape(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:

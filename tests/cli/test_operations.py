@@ -118,7 +118,7 @@ def test_status_counts_live_jobs_and_recent_done_per_queue(backend_store, db):
     # covers the database's clock against this host's.
     assert 3600 - CLOCK_SLACK <= age <= 3600 + waited + CLOCK_SLACK
     assert default == {
-        "ready": 1, "delayed": 1, "reserved": 1, "dead": 1, "cancelled": 0, "done_last_hour": 1,
+        "ready": 1, "delayed": 1, "reserved": 1, "dead": 1, "cancelled": 0, "waiting": 0, "done_last_hour": 1,
         "jobs_per_min": round(1 / 60, 2), "paused": False}
     assert report["queues"]["mail"]["ready"] == 1
     (supervisor,) = report["supervisors"]
@@ -165,4 +165,5 @@ def test_prune_takes_a_zero_age_as_an_age(tmp_path):
     assert run_cli("migrate", dsn=dsn).returncode == 0
     result = run_cli("prune", "--done-older-than", "0s", dsn=dsn)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["deleted 0 done jobs", "deleted 0 old supervisor records"]
+    assert result.stdout.splitlines() == ["deleted 0 done jobs", "deleted 0 done workflows",
+                                          "deleted 0 old supervisor records"]

@@ -60,7 +60,13 @@ def test_each_public_name_is_its_modules_object_once_used():
                       ("on_success", "registry"), ("on_failure", "registry"),
                       ("on_dead", "registry"), ("JobAttempt", "worker.attempt"),
                       ("result", "client"), ("JobFailed", "errors"),
-                      ("JobNotFinished", "errors")]}
+                      ("JobNotFinished", "errors"),
+                      ("job", "workflows.spec"), ("chain", "workflows.spec"),
+                      ("group", "workflows.spec"), ("enqueue_workflow", "workflows.api"),
+                      ("open_batch", "workflows.api"), ("Batch", "workflows.api"),
+                      ("workflow_progress", "workflows.api"), ("Enqueued", "workflows.model"),
+                      ("Progress", "workflows.model"), ("Policy", "workflows.model"),
+                      ("OnDead", "workflows.model")]}
     assert version.count(".") == 2 and set(names) <= set(listed)
 
 

@@ -2,7 +2,9 @@
 (tests/galera_cluster.py starts the cluster once for the module, about 13 s).
 
 - the store contract's model check (tests/store_model.py) with its stores on
-  two different nodes;
+  two different nodes, workflows included;
+- two members of a group completed at once through two nodes: one fails
+  certification on the group's row and is retried whole; the callback once;
 - a claim script the cluster aborts midway (another node's write wins): it
   fails whole, with the error, and nothing of it commits alone;
 - producers on two nodes enqueueing the same keys at once: no error, one job a key;
@@ -179,3 +181,59 @@ def test_a_supervisor_and_producers_go_on_through_another_node_when_theirs_is_ki
         cluster, tmp_path):
     report = run_node_failover(cluster, FailoverSettings(), tmp_path)
     assert_report(report)
+
+
+def test_members_ending_on_two_nodes_at_once_release_their_callback_once(cluster):
+    """Two members of one group, completed at the same moment through two nodes: both
+    count on the group's row, so one of them fails certification and runs again whole
+    (the store's contention retry), and the callback is released once, by the second."""
+    import prefork
+    from prefork.workflows.plan import plan_flow
+    stores = [open_store(config_module.load({"dsn": cluster.dsn(index)}, environ={}))
+              for index in (0, 1)]
+    try:
+        stores[0].migrate()
+        for store in stores:   # each read sees what the other node committed
+            store._rowcount(CAUSAL_READS)
+        queue = f"flows-{uuid.uuid4().hex[:6]}"
+        before = _cert_failures(cluster)
+        for _ in range(20):
+            flow = prefork.group([prefork.job("m", queue=queue)] * 2,
+                                 then=prefork.job("cb", queue=queue))
+            enqueued = stores[0].enqueue_workflow(plan_flow(flow))
+            members = [stores[0].claim([queue], "h:1", 60)[0],
+                       stores[1].claim([queue], "h:2", 60)[0]]
+            start = threading.Barrier(2)
+            done = []
+
+            def complete(store, member):
+                start.wait()
+                done.append(store.complete(member))
+            threads = [threading.Thread(target=complete, args=pair)
+                       for pair in zip(stores, members)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert done == [True, True]
+            callback = enqueued.job_ids[-1]
+            rows = stores[0]._all("SELECT status FROM prefork_jobs WHERE id = %s", (callback,))
+            assert rows == [("ready",)], rows
+            group = stores[0]._all("SELECT done, state FROM prefork_workflows"
+                                   " WHERE parent_id = %s", (enqueued.id,))
+            assert group == [(2, "done")], group
+            [taken] = stores[0].claim([queue], "h:1", 60)
+            assert taken.id == callback and stores[0].complete(taken)
+        print(f"certification failures meanwhile: {_cert_failures(cluster) - before}")
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _cert_failures(cluster):
+    total = 0
+    for index in range(len(cluster.nodes)):
+        with cluster.connect(index) as conn, conn.cursor() as cursor:
+            cursor.execute("SHOW GLOBAL STATUS LIKE 'wsrep_local_cert_failures'")
+            total += int(cursor.fetchone()[1])
+    return total

@@ -23,7 +23,7 @@ TUTORIAL_CHECKS = {
                                  and '"status": "dead"' in out),
     "retried": lambda out: out == "retried 1 job\n",
     "mysql-report": lambda out: bool(re.search(r"workers 8/8 as of ", out)
-                                     and re.search(r"^default\s+0\s+0\s+0\s+0\s+0\s+1\s", out, re.M)
+                                     and re.search(r"^default\s+0\s+0\s+0\s+0\s+0\s+0\s+1\s", out, re.M)
                                      and f"report-7\t{REPORT_ROW}\n" in out),
 }
 

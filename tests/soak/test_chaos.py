@@ -6,7 +6,7 @@ done exactly once in the ledger, none lost, none reserved, attempts within bound
 no orphan or zombie, the parent's RSS bounded.
 
 The driver is tests/chaos.py (also a script for the full-size soak on your own
-database). Here it runs at a reduced size, all three in about a minute and a
+database); the workflow scenario is tests/workflows_chaos.py. Here it runs at a reduced size, all three in about a minute and a
 half at most; PREFORK_SOAK_FULL=1 runs the full size (20,000 jobs, minutes).
 Each scenario starts its own throwaway MariaDB server (tests/throwaway_db.py):
 scenario 1 stops and restarts it, which the shared server must never see.
@@ -75,4 +75,19 @@ def test_limits_hold_under_kills(throwaway_mariadb, tmp_path):
     settings = LimitsSettings.full() if FULL else LimitsSettings()
     report = run_limits(Database(throwaway_mariadb.dsn, environ={}), settings, tmp_path)
     assert report.figures["kills"] >= 5, report.text()
+    assert_report(report)
+
+
+@pytest.mark.soak
+def test_workflow_callbacks_run_exactly_once_under_kills(throwaway_mariadb, tmp_path):
+    """Groups, chains and nested ones under kills of children and of the supervisor,
+    reloads and a database restart: every callback and chain step exactly once, none
+    before the commits of the jobs before it, none missing, none stuck
+    (tests/workflows_chaos.py)."""
+    from workflows_chaos import FlowSettings, run_workflows
+    server = throwaway_mariadb
+    settings = FlowSettings.full() if FULL else FlowSettings()
+    report = run_workflows(Database(server.dsn, server, environ={}), settings, tmp_path)
+    assert report.figures["kills"] >= settings.chaos_seconds / 0.3 * 0.5, report.text()
+    assert report.figures["supervisor_replaced"], report.text()
     assert_report(report)

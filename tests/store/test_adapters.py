@@ -206,6 +206,32 @@ def test_a_cancel_and_a_concurrency_key_ride_the_applications_transaction(target
     assert target.db.row(job_id)["status"] == "cancelled" and target.orders() == ["cancelled"]
 
 
+def test_a_workflow_and_a_batch_ride_the_applications_transaction(target):
+    """Every driver and holder: a workflow rolls back and commits with the application's
+    rows; a batch opened, added to and closed; a waiting step cancelled with it."""
+    flow = prefork.chain(prefork.job("ledger"), prefork.group([prefork.job("ledger")] * 3,
+                                                              then=prefork.job("ledger")))
+    with target.application() as app:
+        prefork.enqueue_workflow(app.handle, flow, key="order-1")
+        app.rollback()
+        assert target.job_count() == 0
+        enqueued = prefork.enqueue_workflow(app.handle, flow, key="order-1")
+        app.add_order("order-1")
+        app.commit()
+        assert prefork.enqueue_workflow(app.handle, flow, key="order-1") == enqueued
+        batch = prefork.open_batch(app.handle, on_complete=prefork.job("ledger"))
+        assert len(batch.add(app.handle, prefork.job("ledger"), flow)) == 6
+        batch.close(app.handle)
+        report = prefork.cancel(app.handle, enqueued.job_ids[-1])
+        app.commit()
+        assert report.cancelled == [enqueued.job_ids[-1]]
+        assert prefork.workflow_progress(app.handle, batch.id)[3:] == (2, 0, 0, 0, False)
+        app.commit()
+    states = [target.db.row(job_id)["status"] for job_id in enqueued.job_ids]
+    assert states == ["ready", "waiting", "waiting", "waiting", "cancelled"]
+    assert target.orders() == ["order-1"] and target.job_count() == 5 + 1 + 6
+
+
 def test_notify_wakes_an_idle_supervisor_at_once(target, tmp_path, bell_base):
     """A poll interval of a minute: the job runs within the deadline only if notify()
     on the application's connection rang the supervisor's bell."""

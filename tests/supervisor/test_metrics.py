@@ -12,6 +12,7 @@ from conftest import run_cli, wait_until
 from harness import supervisor_starter
 from prometheus_client.parser import text_string_to_metric_families
 
+import prefork
 from prefork.errors import UserError
 from prefork.jobs import new_job
 from prefork.limits.rules import LimitRule
@@ -19,6 +20,7 @@ from prefork.observers.metrics import parse_address, reason_label
 from prefork.retry import Decision
 from prefork.store.mysql import bench as mysql_bench, store as mysql_backend
 from prefork.store.sqlite import store as sqlite_backend
+from prefork.workflows.plan import plan_flow
 
 APP = ("--app", "prefork.examples")
 WORKER = "test-host:1"
@@ -170,6 +172,24 @@ def test_cancelled_jobs_and_limit_groups_are_exported(started, sqlite_store):
     assert s.get(running)["status"] == "cancelled"
 
 
+def test_workflows_are_counted_by_state(started, sqlite_store):
+    """Outermost workflows running and stopped by a dead member; a nested one, a done
+    one and waiting jobs are not workflows to count."""
+    s = sqlite_store()
+    waiting = prefork.job("report.build", {}, queue="other")   # nobody claims it here
+    s.enqueue_workflow(plan_flow(prefork.chain(prefork.group([waiting]), waiting)))
+    stopped = s.enqueue_workflow(plan_flow(prefork.chain(prefork.job("sleep", {}), waiting)))
+    [first] = s.claim(["default"], WORKER, 30, limit=1)
+    assert first.id == stopped.job_ids[0] and s.fail(first, "Boom", Decision(True, 0.0))
+    port = free_port()
+    started("--workers", "1", "--metrics-address", f"127.0.0.1:{port}",
+            "--queues", "nothing-here")
+    scrape = scrape_when(port, lambda m: m.value("prefork_workflows", state="dead") == 1,
+                         "the stopped workflow counted")
+    assert scrape.value("prefork_workflows", state="running") == 1
+    assert scrape.value("prefork_workflows", state="cancelled") == 0
+
+
 def test_no_endpoint_without_a_metrics_address(started):
     sup = started("--workers", "1")
     sup.wait_event("worker_ready")
@@ -245,13 +265,16 @@ def test_queue_stats_count_live_jobs_per_queue(backend_store):
     make_dead(s, "noop")                             # one more, then one of them dead
     s.cancel([s.enqueue(new_job("noop"))])           # and one cancelled
     s.enqueue(new_job("noop", queue="other"))        # a queue not asked about
+    s.enqueue_workflow(plan_flow(prefork.chain(      # a workflow's step not released yet
+        prefork.job("noop", queue="other"), prefork.job("noop"))))
     stats = s.queue_stats(["default", "empty"])
     assert set(stats) == {"default", "empty"}
     default = dict(stats["default"])
     assert 0 <= default.pop("oldest_ready_age") < 60
-    assert default == {"ready": 2, "delayed": 2, "reserved": 1, "dead": 1, "cancelled": 1}
+    assert default == {"ready": 2, "delayed": 2, "reserved": 1, "dead": 1, "cancelled": 1,
+                       "waiting": 1}
     assert stats["empty"] == {"ready": 0, "delayed": 0, "reserved": 0, "dead": 0,
-                              "cancelled": 0, "oldest_ready_age": 0.0}
+                              "cancelled": 0, "waiting": 0, "oldest_ready_age": 0.0}
     assert s.queue_stats([]) == {} and s.ready_count([], 10) == 0
 
 

@@ -12,7 +12,7 @@ from .queries import ATTEMPTS_OF_RESULT, JOB_OF_RESULT
 # Django's task states have no cancelled one: a cancelled task did not succeed.
 STATUS = {JobStatus.READY: "READY", JobStatus.RESERVED: "RUNNING",
           JobStatus.DONE: "SUCCESSFUL", JobStatus.DEAD: "FAILED",
-          JobStatus.CANCELLED: "FAILED"}
+          JobStatus.CANCELLED: "FAILED", JobStatus.WAITING: "READY"}
 
 
 class JobRow(NamedTuple):

@@ -20,7 +20,7 @@ from ...failures import FailedAttempt, appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
 from ...results import KeptResult, kept
 from ...retry import Decision, RetryPolicy, hand_back_decision
-from ..contract import claimed_job
+from ..contract import claimed_job, members_apart
 from .queries import (
     CLAIM,
     COUNT_DONE_UNDER_LEASE,
@@ -40,15 +40,18 @@ from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMMIT, COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
+from .members import MySQLMembers
+from .members import flat as _flat
 from .result_queries import RECORD_RESULT
 from .results import record_failure, result_args, results_args
 from .session import error_code, is_contention, micros
+from .workflows import MySQLFlows
 
 # Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
 Claimant = tuple[str, float, int | None]
 
 
-class MySQLLifeCycle(MySQLDue):
+class MySQLLifeCycle(MySQLDue, MySQLMembers):
     # -- claims and group completions ------------------------------------------------
     # Each first asks where due jobs are (due.py), then claims there only.
 
@@ -61,11 +64,16 @@ class MySQLLifeCycle(MySQLDue):
                            lease_seconds: float, process_id: int | None = None,
                            limit: int = 1, results: Sequence[KeptResult] = ()
                            ) -> tuple[set[int], list[Job]]:
+        # Members complete in a transaction of their own (members.py), the rest with the claim.
+        members, leases = members_apart(leases)
+        done = self._complete_members(members, results) if members else set()
+        results = [result for result in results if not result.lease.in_workflow]
         targets = self._due_targets(queues)
         if not targets:
-            return self.complete_many(leases, results), []
-        return self._claim_targets(leases, targets, limit, (worker, lease_seconds, process_id),
-                                   results)
+            return done | self._complete_plain(leases, results), []
+        completed, jobs = self._claim_targets(leases, targets, limit,
+                                              (worker, lease_seconds, process_id), results)
+        return done | completed, jobs
 
     def _claim_targets(self, leases: Sequence[Lease], targets: Sequence[Target], limit: int,
                        claimant: Claimant, results: Sequence[KeptResult] = ()
@@ -93,10 +101,18 @@ class MySQLLifeCycle(MySQLDue):
         except pymysql.err.OperationalError as exc:
             if not is_contention(exc):
                 raise
-            return self.complete_many(leases, results), []
+            return self._complete_plain(leases, results), []
 
     def complete_many(self, leases: Sequence[Lease],
                       results: Sequence[KeptResult] = ()) -> set[int]:
+        members, plain = members_apart(leases)
+        done = self._complete_members(members, results) if members else set()
+        return done | self._complete_plain(
+            plain, [result for result in results if not result.lease.in_workflow])
+
+    def _complete_plain(self, leases: Sequence[Lease],
+                        results: Sequence[KeptResult] = ()) -> set[int]:
+        """complete_many() of jobs that are no workflow's members: one script."""
         if not leases:
             return set()
         completion = _fenced(completion_script(len(results), then_claim=False), leases)
@@ -159,6 +175,8 @@ class MySQLLifeCycle(MySQLDue):
                 result = kept(job)   # a result refused rolls the transaction back
                 if result is not None:
                     cursor.execute(RECORD_RESULT, result_args(result))
+                if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
+                    MySQLFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
                 cursor.execute(self.completion_end)
             except pymysql.err.OperationalError as exc:
                 self._end_rolled_back()
@@ -199,26 +217,32 @@ class MySQLLifeCycle(MySQLDue):
             locked = cursor.fetchone()
             assert locked is not None
             history, now, cancelling = locked
-            status = failed_status(decision.dead, cancelling).value
-            if cursor.execute(FAIL, (status, error,
+            status = failed_status(decision.dead, cancelling)
+            if cursor.execute(FAIL, (status.value, error,
                                      appended_history(history, job.attempt, now, error),
-                                     micros(decision.delay), status, decision.max_attempts,
-                                     *job.lease)) != 1:
+                                     micros(decision.delay), status.value,
+                                     decision.max_attempts, *job.lease)) != 1:
                 return False
             if failure is not None:
                 record_failure(cursor, job, failure)
+            if job.lease.in_workflow:
+                MySQLFlows(cursor).settle_ids([(job.id, status)])
             return True
 
     def release(self, job: Job) -> bool:
+        if job.lease.in_workflow:
+            return job.id in self._release_members([job.lease])
         return self._rowcount(_fenced(RELEASE, [job.lease]), job.lease) == 1
 
     def release_many(self, jobs: Sequence[Job]) -> set[int]:
-        if len(jobs) <= 1:
-            return {job.id for job in jobs if self.release(job)}
-        leases = [job.lease for job in jobs]
+        members, leases = members_apart([job.lease for job in jobs])
+        released = self._release_members(members) if members else set()
+        if len(leases) <= 1:
+            return released | {lease.job_id for lease in leases
+                               if self._rowcount(_fenced(RELEASE, [lease]), lease) == 1}
         (locked,) = self._retry_contention(lambda: self._script_results(
             _fenced(RELEASE_GROUP, leases), _flat(leases) * 2))
-        return {row[0] for row in locked}
+        return released | {row[0] for row in locked}
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._rowcount(EXTEND, (micros(lease_seconds), job.id, job.lease_token)) == 1
@@ -255,7 +279,11 @@ class MySQLLifeCycle(MySQLDue):
             handed = cursor.execute(HAND_BACK, (status.value, 0 if charge else 1,
                                                 1 if charge else 0, error, history, micros(delay),
                                                 status.value, job_id, lease_token))
-            return status if handed == 1 else None
+            if handed != 1:
+                return None
+            if Lease(job_id, lease_token).in_workflow:
+                MySQLFlows(cursor).settle_ids([(job_id, status)])
+            return status
 
     def recover_expired(self, limit: int = 100) -> int:
         return self._retry_contention(functools.partial(self._recover_expired, limit))
@@ -263,10 +291,13 @@ class MySQLLifeCycle(MySQLDue):
     def _recover_expired(self, limit: int) -> int:
         with self._transaction() as cursor:
             cursor.execute(LOCK_EXPIRED, (limit,))
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
+            rows = cursor.fetchall()
+            if not rows:
                 return 0
-            return cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+            ids = [row[0] for row in rows]
+            recovered = cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+            MySQLFlows(cursor).settle_returned([job_id for job_id, member in rows if member])
+            return recovered
 
 
 def failed_status(dead: bool, cancelling: int) -> JobStatus:
@@ -282,11 +313,6 @@ def _fenced(statement: str, leases: Sequence[Lease], target: Target | None = Non
     {levels} list the target's priorities."""
     count = len(target.priorities) if target else 0
     return statement.format(lease_pairs=lease_pairs(len(leases)), levels=levels(count))
-
-
-def _flat(leases: Sequence[Lease]) -> tuple[Any, ...]:
-    """The fence's parameters: id, token of each lease in turn."""
-    return tuple(value for lease in leases for value in lease)
 
 
 def _completed_ids(json_ids: str | None) -> set[int]:

@@ -34,11 +34,12 @@ MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
 
 # The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# how long ago its claim or last extension was written, by the server's clock.
+# how long ago its claim or last extension was written, by the server's clock, and
+# whether it is a workflow's member.
 # No locking read: RETURN_JOBS_OF checks again what it returns.
 JOBS_OF = (
-    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
-    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6)),"
+    " workflow_step >= 0 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
     " WHERE status = 'reserved' AND process_id = %s")
 
 # Those of them ({ids}) whose holder is gone, as lease expiry would return them

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import LeaseLost
 from ...failures import FailedAttempt, appended_history, bounded
-from ...jobs import Job, JobStatus, Lease, utc_now
+from ...jobs import MEMBER_TOKEN_MARK, Job, JobStatus, Lease, member_token, utc_now
 from ...results import KeptResult, kept
 from ...retry import Decision, RetryPolicy, hand_back_decision
 from ..contract import ClaimedRow, claimed_job
@@ -25,6 +25,7 @@ from .queries import (
     CLAIM_SELECT,
     COMPLETE,
     DONE_WITH_TOKEN,
+    EXPIRED,
     EXTEND,
     FAIL,
     FAILING_HISTORY,
@@ -34,9 +35,11 @@ from .queries import (
     READY_COUNT,
     RECOVER_EXPIRED,
     RELEASE,
+    placeholders,
 )
 from .results import record_failure, record_result
 from .session import SQLiteSession
+from .workflows import SQLiteFlows
 
 # Who claims: (worker "host:pid", supervisor registry id or None).
 Claimant = tuple[str, int | None]
@@ -81,11 +84,11 @@ class SQLiteLifeCycle(SQLiteSession):
         """Reserve the jobs of these claim rows (read under the write lock the caller
         holds): a fresh token each, the attempt, the lease, the claimant."""
         worker, process_id = claimant
-        tokens = [secrets.token_hex(16) for _ in rows]
+        tokens = [_token(bool(row[-1])) for row in rows]   # the last column: a member?
         cursor.executemany(CLAIM_RESERVE, [{**stamps, "token": token, "worker": worker,
                                             "process_id": process_id, "id": row[0]}
                                            for row, token in zip(rows, tokens)])
-        return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
+        return [claimed_job(row[:-1], token, self) for row, token in zip(rows, tokens)]
 
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
         return self._count_ready(queues, limit, limited=False)
@@ -125,6 +128,8 @@ class SQLiteLifeCycle(SQLiteSession):
             result = kept(job)   # a result refused rolls the transaction back
             if result is not None:
                 record_result(cursor, result, now)
+            if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
+                SQLiteFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
         job.finished = True
 
     def fail(self, job: Job, error: str, decision: Decision,
@@ -144,6 +149,8 @@ class SQLiteLifeCycle(SQLiteSession):
                 return False
             if failure is not None:
                 record_failure(cursor, job, failure, now)
+            if job.lease.in_workflow:   # dead, or cancelled: FAIL decides that
+                SQLiteFlows(cursor).settle_returned([job.id])
             return True
 
     def release(self, job: Job) -> bool:
@@ -154,8 +161,12 @@ class SQLiteLifeCycle(SQLiteSession):
             return set()
         with self._write() as cursor:
             stamps = times(utc_now())
-            return {job.id for job in jobs
-                    if cursor.execute(RELEASE, {**_lease(job.lease), **stamps}).rowcount == 1}
+            released = {job.id for job in jobs
+                        if cursor.execute(RELEASE, {**_lease(job.lease), **stamps}).rowcount == 1}
+            # A member whose cancellation was pending ended cancelled.
+            SQLiteFlows(cursor).settle_returned(
+                [job.id for job in jobs if job.id in released and job.lease.in_workflow])
+            return released
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._write_one(EXTEND, _lease(job.lease), lease_until=lease_seconds) == 1
@@ -193,10 +204,21 @@ class SQLiteLifeCycle(SQLiteSession):
                 "id": job_id, "status": status.value, "restored": 0 if charge else 1,
                 "crashed": 1 if charge else 0, "error": error, "history": history,
                 **times(now, available_at=delay)})
+            if Lease(job_id, lease_token).in_workflow:
+                SQLiteFlows(cursor).settle_ids([(job_id, status)])
             return status
 
     def recover_expired(self, limit: int = 100) -> int:
-        return self._write_one(RECOVER_EXPIRED, {"limit": limit})
+        with self._write() as cursor:
+            stamps = times(utc_now())
+            rows = cursor.execute(EXPIRED, {**stamps, "limit": limit}).fetchall()
+            if not rows:
+                return 0
+            ids, params = placeholders("id", [row[0] for row in rows])
+            recovered = int(cursor.execute(RECOVER_EXPIRED.format(ids=ids),
+                                           {**params, **stamps}).rowcount)
+            SQLiteFlows(cursor).settle_returned([job_id for job_id, member in rows if member])
+            return recovered
 
 
 def _lease(lease: Lease) -> dict[str, Any]:
@@ -208,20 +230,30 @@ def _lease(lease: Lease) -> dict[str, Any]:
 def _complete_leases(cursor: sqlite3.Cursor, leases: Sequence[Lease],
                      results: Sequence[KeptResult], now: datetime) -> set[int]:
     """Complete each leased job inside the caller's write transaction, writing its
-    result (of `results`) when this completes it; the ids completed, now or already
-    with the same lease."""
+    result (of `results`) when this completes it, and the bookkeeping of the
+    workflows of the members it completes; the ids completed, now or already with
+    the same lease."""
     stamps = times(now)
     result_of = {result.lease: result for result in results}
-    completed = set()
+    completed, members = set(), []
     for lease in leases:
         cursor.execute(COMPLETE, {**_lease(lease), **stamps})
         if cursor.rowcount == 1:
             if lease in result_of:
                 record_result(cursor, result_of[lease], now)
+            if member_token(lease[1]):
+                members.append((lease[0], JobStatus.DONE))
             completed.add(lease[0])
         elif cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone():
             completed.add(lease[0])
+    SQLiteFlows(cursor, stamps["now"]).settle_ids(members)
     return completed
+
+
+def _token(member: bool) -> str:
+    """A fresh lease token; a workflow member's is marked (jobs.MEMBER_TOKEN_MARK)."""
+    token = secrets.token_hex(16)
+    return MEMBER_TOKEN_MARK + token[1:] if member else token
 
 
 def _ready_rows(cursor: sqlite3.Cursor, queues: Sequence[str], limit: int,

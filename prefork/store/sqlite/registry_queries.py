@@ -29,8 +29,9 @@ MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " WHERE id = :id AND state = 'running' AND heartbeat_at < :since")
 
 # The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# when its claim or last extension was written.
-JOBS_OF = ("SELECT id, locked_by, updated_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
+# when its claim or last extension was written, and whether a workflow's member.
+JOBS_OF = ("SELECT id, locked_by, updated_at, workflow_step >= 0"
+           " FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
            " WHERE status = 'reserved' AND process_id = :id")
 
 # Those of them ({ids}) whose holder is gone, as lease expiry would return them
