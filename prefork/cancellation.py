@@ -8,12 +8,12 @@ from .jobs import FINISHED_STATES, JobStatus
 
 
 class CancelReport(NamedTuple):
-    """What a cancel did, as lists of job ids: `cancelled` (ready or delayed: cancelled
-    now, never run), `stopping` (running: its supervisor stops it, then it ends
+    """What a cancel did, as lists of job ids: `cancelled` (ready, delayed or waiting
+    in a workflow: cancelled now, never run), `stopping` (running: its supervisor stops it, then it ends
     cancelled), `finished` (done, dead or cancelled already: left as they are) and
     `missing` (no such job: never was, or pruned)."""
 
-    cancelled: list[int]   # ready or delayed: cancelled now, never run
+    cancelled: list[int]   # ready, delayed or waiting: cancelled now, never run
     stopping: list[int]    # running: its supervisor stops it, then it ends cancelled
     finished: list[int]    # done, dead or cancelled already: left as they are
     missing: list[int]     # no such job (never was, or pruned)
@@ -24,7 +24,8 @@ def report(wanted: Sequence[int], states: Mapping[int, str]) -> CancelReport:
     the store read it: a JobStatus or its text)."""
     finished = {state.value for state in FINISHED_STATES}
     return CancelReport(
-        cancelled=[job_id for job_id in wanted if states.get(job_id) == JobStatus.READY],
+        cancelled=[job_id for job_id in wanted
+                   if states.get(job_id) in (JobStatus.READY, JobStatus.WAITING)],
         stopping=[job_id for job_id in wanted if states.get(job_id) == JobStatus.RESERVED],
         finished=[job_id for job_id in wanted if states.get(job_id) in finished],
         missing=[job_id for job_id in wanted if job_id not in states])

@@ -24,11 +24,14 @@ from . import connections
 from .cancellation import CancelReport
 from .config import Config, load
 from .errors import UserError
-from .jobs import NewJob, Payload, new_job
+from .jobs import NewJob, Payload, check_key, new_job
 from .store import driver_errors, open_store
 from .store.contract import Store
 from .store.mysql import wakeups as mysql_wakeups
 from .wakeups import doorbell, remote
+from .workflows.model import Enqueued, Progress
+from .workflows.plan import plan_batch, plan_flow
+from .workflows.spec import Flow, JobSpec, Step, steps_of
 
 # An application's connection (see connections.py): a DB-API connection of PyMySQL,
 # mysqlclient, mysql-connector-python or sqlite3, or a SQLAlchemy Session or
@@ -171,6 +174,38 @@ class Client:
         if not job_ids:
             return CancelReport([], [], [], [])
         return self._with_store(lambda store: store.cancel(job_ids))
+
+    def enqueue_workflow(self, flow: Flow, *, key: str | None = None) -> Enqueued:
+        """Enqueue a chain or a group and commit (see prefork.enqueue_workflow()): the
+        workflow's id and its jobs' ids, in the order they were listed."""
+        plan = plan_flow(flow)
+        if key is not None:
+            check_key(key, "workflow key")
+        return self._with_store(lambda store: store.enqueue_workflow(plan, key))
+
+    def open_batch(self, *, on_success: JobSpec | None = None,
+                   on_complete: JobSpec | None = None, key: str | None = None) -> int:
+        """Open a batch and commit (see prefork.open_batch()): its id."""
+        plan = plan_batch(on_success, on_complete)
+        if key is not None:
+            check_key(key, "workflow key")
+        return self._with_store(lambda store: store.enqueue_workflow(plan, key)).id
+
+    def add_to_batch(self, batch_id: int, *steps: Step) -> list[int]:
+        """Add members to an open batch and commit: their jobs' ids."""
+        listed = steps_of(steps, "a batch's member")
+        return self._with_store(lambda store: store.add_to_batch(batch_id, listed))
+
+    def close_batch(self, batch_id: int) -> None:
+        """Close a batch and commit: its callbacks start once every member ended."""
+        self._with_store(lambda store: store.close_batch(batch_id))
+
+    def workflow_progress(self, workflow_id: int) -> Progress:
+        """A workflow's (or batch's) progress; UserError if there is none."""
+        progress = self._with_store(lambda store: store.workflow_progress(workflow_id))
+        if progress is None:
+            raise UserError(f"no workflow {workflow_id}")
+        return progress
 
     def close(self) -> None:
         """Close the connection; a later enqueue opens a new one."""

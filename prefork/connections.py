@@ -34,6 +34,8 @@ class Backend(Protocol):
 
     def queue_schema_named(self, conn: Any) -> AbstractContextManager[None]: ...
 
+    def flows_on(self, cursor: Any) -> Any: ...   # store/flows.py's Flows, on the cursor
+
 
 def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
     """For enqueue() and cancel(): the backend and the DB-API connection of `conn`'s

@@ -43,6 +43,7 @@ class JobStatus(enum.StrEnum):
     DONE = "done"
     DEAD = "dead"
     CANCELLED = "cancelled"  # stopped by `cancel`: never run, or stopped while running
+    WAITING = "waiting"      # a workflow's job that its workflow has not released yet
 
 
 # The states a job ends in: prune removes them, `cancel` leaves them as they are.
@@ -63,10 +64,26 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
+# The first character of the lease token of a workflow's member (the claim writes it,
+# from the job's row): hex never holds it. Every path that ends a job has its lease
+# or reads its row, so a member's end always takes its workflow's bookkeeping along.
+MEMBER_TOKEN_MARK = "w"
+
+
+def member_token(token: str) -> bool:
+    """Whether a lease token is a workflow member's."""
+    return token.startswith(MEMBER_TOKEN_MARK)
+
+
 class Lease(NamedTuple):
     """A claim on one job: whoever holds the token may finish the job while the lease lives."""
     job_id: int
     token: str
+
+    @property
+    def in_workflow(self) -> bool:
+        """Whether the job is a workflow's member: its end moves its workflow on."""
+        return member_token(self.token)
 
 
 class CompletionStore(Protocol):

@@ -43,7 +43,7 @@ DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_hardening_supervisor.py", "test_cluster.py", "test_orphans.py",
                    "test_operations.py", "test_both_backends.py",
                    "test_limits_store.py", "test_cancel_store.py",
-                   "test_bulk_enqueue.py", "test_claim_scale.py"}
+                   "test_bulk_enqueue.py", "test_claim_scale.py", "test_workflows_store.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
 
@@ -215,7 +215,8 @@ def make_config(migrated, dialect):
 
 
 QUEUE_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
-                "prefork_minutes", "prefork_task_results", "prefork_limits", "prefork_limit_groups")
+                "prefork_minutes", "prefork_task_results", "prefork_limits", "prefork_limit_groups",
+                "prefork_workflows")
 
 
 @pytest.fixture

@@ -94,5 +94,5 @@ def test_a_job_that_keeps_crashing_its_worker_is_poison():
 
 def test_statuses_read_as_their_words():
     assert [str(status) for status in JobStatus] == ["ready", "reserved", "done", "dead",
-                                                    "cancelled"]
+                                                    "cancelled", "waiting"]
     assert JobStatus.DEAD == "dead" and f"{JobStatus.READY}" == "ready"

@@ -36,7 +36,10 @@ JOB_INDEXES = {
     "ix_prefork_jobs_key": ["idempotency_key"],
     "ix_prefork_jobs_created": ["created_at"],
     "ix_prefork_jobs_cancel": ["cancel_requested_at"],
+    "ix_prefork_jobs_workflow": ["workflow_id", "workflow_step"],
 }
+# What migrate() applies to a file of the version before 0006: 0006 and every later one.
+SINCE_0006 = [version for version, _, _ in packaged_migrations("sqlite") if version >= 6]
 
 # The previous version's own statements (before 0006), as a store of that version
 # holds them prepared on a connection opened before the upgrade.
@@ -102,7 +105,7 @@ def test_migrating_a_file_with_jobs_keeps_ids_counter_indexes_trigger_and_integr
     jobs_and_results(conn)
     before = rows(conn)
     store = SQLiteStore(sqlite_config(dsn))
-    assert store.migrate() == [6, 7]
+    assert store.migrate() == SINCE_0006
     assert rows(conn) == before
     assert conn.execute("SELECT concurrency_key, limited, cancel_requested_at FROM prefork_jobs"
                         " GROUP BY 1, 2, 3").fetchall() == [("", 0, None)]
@@ -149,7 +152,7 @@ def test_a_connection_of_the_previous_version_keeps_working_across_the_migration
     previous.execute(PREVIOUS_ENQUEUE, {"now": NOW})
     claimed = previous.execute(PREVIOUS_CLAIM, {"now": NOW}).fetchone()[0]
     store = SQLiteStore(sqlite_config(dsn))
-    assert store.migrate() == [6, 7]
+    assert store.migrate() == SINCE_0006
     previous.execute(PREVIOUS_COMPLETE, {"now": NOW, "id": claimed})
     previous.execute(PREVIOUS_ENQUEUE, {"now": NOW})
     assert previous.execute(PREVIOUS_CLAIM, {"now": NOW}).fetchone()[0] == claimed + 1

@@ -323,7 +323,7 @@ def test_mysql_scripts_are_whole_named_statements():
 
 @pytest.mark.parametrize("query,index", [
     (sqlite_queries.CLAIM_SELECT, "ix_prefork_jobs_claim"),
-    (sqlite_queries.RECOVER_EXPIRED, "ix_prefork_jobs_lease"),  # the statement recovery runs
+    (sqlite_queries.EXPIRED, "ix_prefork_jobs_lease"),  # the read recovery runs
 ])
 def test_sqlite_queue_queries_read_an_index_range_in_order(sqlite_store, sqlite_db, query, index):
     fill_queues_for_plans(sqlite_store())

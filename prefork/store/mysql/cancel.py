@@ -21,6 +21,8 @@ from .cancel_queries import (
 )
 from .queries import placeholders
 from .session import MySQLSession
+from ..flows import text
+from .workflows import MySQLFlows
 
 MATCH_BATCH = 1000   # jobs cancel_matching() cancels per transaction
 
@@ -32,19 +34,22 @@ def cancel_on(cursor: Any, job_ids: Sequence[int]) -> CancelReport:
     if not asked:
         return CancelReport([], [], [], [])
     cursor.execute(LOCK_STATES.format(ids=placeholders(len(asked))), asked)
-    states = {int(job_id): JobStatus(_text(status)) for job_id, status in cursor.fetchall()}
-    ready = [job_id for job_id in asked if states.get(job_id) is JobStatus.READY]
+    rows = cursor.fetchall()
+    states = {int(job_id): JobStatus(text(status)) for job_id, status, _ in rows}
+    ready = [job_id for job_id in asked if states.get(job_id) in UNSTARTED]
     running = [job_id for job_id in asked if states.get(job_id) is JobStatus.RESERVED]
     if ready:
         cursor.execute(CANCEL_READY.format(ids=placeholders(len(ready))), ready)
+        members = {int(job_id) for job_id, _, member in rows if member}
+        MySQLFlows(cursor).settle_ids([(job_id, JobStatus.CANCELLED) for job_id in ready
+                            if job_id in members])
     if running:
         cursor.execute(REQUEST_CANCEL.format(ids=placeholders(len(running))), running)
     return report(asked, states)
 
 
-def _text(value: Any) -> str:
-    """An ENUM as text: some drivers hand it over as bytes."""
-    return value.decode() if isinstance(value, (bytes, bytearray)) else str(value)
+# What a cancel ends at once: jobs not started (a workflow's waiting ones too).
+UNSTARTED = (JobStatus.READY, JobStatus.WAITING)
 
 
 class MySQLCancel(MySQLSession):
@@ -59,7 +64,7 @@ class MySQLCancel(MySQLSession):
         if queue is None and job_type is None:
             raise UserError("cancel needs job ids, or a queue and/or a job type")
         reports = []
-        for status in (JobStatus.READY, JobStatus.RESERVED):
+        for status in (JobStatus.READY, JobStatus.WAITING, JobStatus.RESERVED):
             after = 0
             while True:
                 ids = [row[0] for row in self._all(*_matching(status, queue, job_type, after))]
@@ -75,7 +80,16 @@ class MySQLCancel(MySQLSession):
         return {row[0] for row in self._all(CANCEL_REQUESTED, (process_id,))}
 
     def finish_cancelled(self, lease: Lease) -> bool:
-        return self._rowcount(FINISH_CANCELLED, lease) == 1
+        if not lease.in_workflow:
+            return self._rowcount(FINISH_CANCELLED, lease) == 1
+        return self._retry_contention(functools.partial(self._finish_member_cancelled, lease))
+
+    def _finish_member_cancelled(self, lease: Lease) -> bool:
+        with self._transaction() as cursor:
+            if cursor.execute(FINISH_CANCELLED, lease) != 1:
+                return False
+            MySQLFlows(cursor).settle_ids([(lease.job_id, JobStatus.CANCELLED)])
+            return True
 
 
 def _matching(status: JobStatus, queue: str | None, job_type: str | None,

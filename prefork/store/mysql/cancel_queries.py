@@ -8,17 +8,19 @@ can any MySQL driver an application's transaction runs on (cancel_on()).
 Values are bound parameters (%s); {ids} takes queries.placeholders().
 """
 
-# The state of each job asked for ({ids}), locked in id order for the rest of
-# the cancelling transaction.
+# The state of each job asked for ({ids}), and whether it is a workflow's member,
+# locked in id order for the rest of the cancelling transaction.
 LOCK_STATES = (
-    "SELECT id, status FROM prefork_jobs FORCE INDEX (PRIMARY) WHERE id IN ({ids}) FOR UPDATE")
+    "SELECT id, status, workflow_step >= 0 FROM prefork_jobs FORCE INDEX (PRIMARY)"
+    " WHERE id IN ({ids}) FOR UPDATE")
 
-# Ready ones (delayed ones too): cancelled now, never run; last_error says so,
-# as for a running one stopped by its supervisor (FINISH_CANCELLED).
+# Ready ones (delayed ones too) and waiting ones (a workflow's, not released yet):
+# cancelled now, never run; last_error says so, as for a running one stopped by
+# its supervisor (FINISH_CANCELLED).
 CANCEL_READY = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY) SET status = 'cancelled', last_error = 'cancelled',"
     " lease_token = NULL, lease_until = NULL, finished_at = UTC_TIMESTAMP(6),"
-    " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'ready'")
+    " updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status IN ('ready', 'waiting')")
 
 # Running ones: their supervisor stops them (cancel_requested() tells it). The
 # first request's time stays. updated_at is left alone: it says when the holder

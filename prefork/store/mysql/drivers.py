@@ -27,6 +27,7 @@ from ...jobs import NewJob
 from .dsn import redacted
 from .session import error_code
 from .store import bell_key, cancel_on, enqueue_on
+from .workflows import MySQLFlows
 
 # "Table 'jobs.prefork_jobs' doesn't exist": the database the statement looked in
 # (the one the application chose last, whatever the connection was opened with).
@@ -56,6 +57,9 @@ class Driver:
 
     def cancel_on(self, cursor: Any, job_ids: Sequence[int]) -> CancelReport:
         return cancel_on(cursor, job_ids)
+
+    def flows_on(self, cursor: Any) -> MySQLFlows:
+        return MySQLFlows(cursor)
 
     def bell_key_of(self, conn: Any) -> str:
         return bell_key(_text(self.database(conn)))

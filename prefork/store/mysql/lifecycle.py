@@ -19,7 +19,7 @@ from ...errors import CommitConflict, LeaseLost
 from ...failures import appended_history, bounded
 from ...jobs import Job, JobStatus, Lease
 from ...retry import Decision, RetryPolicy, hand_back_decision
-from ..contract import claimed_job
+from ..contract import claimed_job, members_apart
 from .queries import (
     CLAIM,
     COMPLETE_AND_CLAIM,
@@ -40,13 +40,15 @@ from .completion_queries import AUTOCOMMIT_OFF, AUTOCOMMIT_ON, COMMIT, COMPLETE
 from .due import MySQLDue, Target, target_args
 from .due_queries import levels
 from .failure_queries import FAIL, HAND_BACK, LOCK_FAILING, LOCK_HELD
+from .members import MySQLMembers
 from .session import error_code, is_contention, micros
+from .workflows import MySQLFlows
 
 # Who claims: (worker "host:pid", lease seconds, supervisor registry id or None).
 Claimant = tuple[str, float, int | None]
 
 
-class MySQLLifeCycle(MySQLDue):
+class MySQLLifeCycle(MySQLDue, MySQLMembers):
     # -- claims and group completions ------------------------------------------------
     # Each first asks where due jobs are (due.py), then claims there only.
 
@@ -58,10 +60,15 @@ class MySQLLifeCycle(MySQLDue):
     def complete_and_claim(self, leases: Sequence[Lease], queues: Sequence[str], worker: str,
                            lease_seconds: float, process_id: int | None = None,
                            limit: int = 1) -> tuple[set[int], list[Job]]:
+        # Members complete in a transaction of their own (members.py), the rest with the claim.
+        members, leases = members_apart(leases)
+        done = self._complete_members(members) if members else set()
         targets = self._due_targets(queues)
         if not targets:
-            return self.complete_many(leases), []
-        return self._claim_targets(leases, targets, limit, (worker, lease_seconds, process_id))
+            return done | self._complete_plain(leases), []
+        completed, jobs = self._claim_targets(leases, targets, limit,
+                                              (worker, lease_seconds, process_id))
+        return done | completed, jobs
 
     def _claim_targets(self, leases: Sequence[Lease], targets: Sequence[Target], limit: int,
                        claimant: Claimant) -> tuple[set[int], list[Job]]:
@@ -86,9 +93,15 @@ class MySQLLifeCycle(MySQLDue):
         except pymysql.err.OperationalError as exc:
             if not is_contention(exc):
                 raise
-            return self.complete_many(leases), []
+            return self._complete_plain(leases), []
 
     def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+        members, plain = members_apart(leases)
+        done = self._complete_members(members) if members else set()
+        return done | self._complete_plain(plain)
+
+    def _complete_plain(self, leases: Sequence[Lease]) -> set[int]:
+        """complete_many() of jobs that are no workflow's members: one script."""
         if not leases:
             return set()
         results = self._retry_contention(
@@ -144,6 +157,8 @@ class MySQLLifeCycle(MySQLDue):
                 if cursor.execute(COMPLETE, job.lease) != 1:
                     raise LeaseLost(f"job {job.id}: lease lost before completion")
                 yield cursor
+                if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
+                    MySQLFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
                 cursor.execute(self.completion_end)
             except pymysql.err.OperationalError as exc:
                 self._end_rolled_back()
@@ -182,21 +197,29 @@ class MySQLLifeCycle(MySQLDue):
             locked = cursor.fetchone()
             assert locked is not None
             history, now, cancelling = locked
-            status = failed_status(decision.dead, cancelling).value
-            return cursor.execute(FAIL, (status, error,
-                                         appended_history(history, job.attempt, now, error),
-                                         micros(decision.delay), status, *job.lease)) == 1
+            status = failed_status(decision.dead, cancelling)
+            if cursor.execute(FAIL, (status.value, error,
+                                     appended_history(history, job.attempt, now, error),
+                                     micros(decision.delay), status.value, *job.lease)) != 1:
+                return False
+            if job.lease.in_workflow:
+                MySQLFlows(cursor).settle_ids([(job.id, status)])
+            return True
 
     def release(self, job: Job) -> bool:
+        if job.lease.in_workflow:
+            return job.id in self._release_members([job.lease])
         return self._rowcount(_fenced(RELEASE, [job.lease]), job.lease) == 1
 
     def release_many(self, jobs: Sequence[Job]) -> set[int]:
-        if len(jobs) <= 1:
-            return {job.id for job in jobs if self.release(job)}
-        leases = [job.lease for job in jobs]
+        members, leases = members_apart([job.lease for job in jobs])
+        released = self._release_members(members) if members else set()
+        if len(leases) <= 1:
+            return released | {lease.job_id for lease in leases
+                               if self._rowcount(_fenced(RELEASE, [lease]), lease) == 1}
         (locked,) = self._retry_contention(lambda: self._script_results(
             _fenced(RELEASE_GROUP, leases), _flat(leases) * 2))
-        return {row[0] for row in locked}
+        return released | {row[0] for row in locked}
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._rowcount(EXTEND, (micros(lease_seconds), job.id, job.lease_token)) == 1
@@ -233,7 +256,11 @@ class MySQLLifeCycle(MySQLDue):
             handed = cursor.execute(HAND_BACK, (status.value, 0 if charge else 1,
                                                 1 if charge else 0, error, history, micros(delay),
                                                 status.value, job_id, lease_token))
-            return status if handed == 1 else None
+            if handed != 1:
+                return None
+            if Lease(job_id, lease_token).in_workflow:
+                MySQLFlows(cursor).settle_ids([(job_id, status)])
+            return status
 
     def recover_expired(self, limit: int = 100) -> int:
         return self._retry_contention(functools.partial(self._recover_expired, limit))
@@ -241,10 +268,13 @@ class MySQLLifeCycle(MySQLDue):
     def _recover_expired(self, limit: int) -> int:
         with self._transaction() as cursor:
             cursor.execute(LOCK_EXPIRED, (limit,))
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
+            rows = cursor.fetchall()
+            if not rows:
                 return 0
-            return cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+            ids = [row[0] for row in rows]
+            recovered = cursor.execute(RECOVER_EXPIRED.format(ids=placeholders(len(ids))), ids)
+            MySQLFlows(cursor).settle_returned([job_id for job_id, member in rows if member])
+            return recovered
 
 
 def failed_status(dead: bool, cancelling: int) -> JobStatus:

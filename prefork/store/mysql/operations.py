@@ -37,10 +37,12 @@ from .queries import (
     STOP,
     placeholders,
 )
-from .session import MySQLSession, micros
+from .members import MySQLMembers
+from .workflows import MySQLFlows
+from .session import micros
 
 
-class MySQLOperations(MySQLSession):
+class MySQLOperations(MySQLMembers):
     # -- the supervisor registry -----------------------------------------------
 
     def register_process(self, host: str, pid: int, queues: Sequence[str], workers: int,
@@ -73,12 +75,16 @@ class MySQLOperations(MySQLSession):
             if cursor.execute(MARK_PRUNED, (process_id, micros(silent_seconds))) != 1:
                 return None   # it beat again, or another supervisor got there first
             cursor.execute(JOBS_OF, (process_id,))
-            ids = [job_id for job_id, worker, micros_since in cursor.fetchall()
-                   if not spare(HeldJob(job_id, worker or "", micros_since / 1e6))]
-            if not ids:
+            rows = [row for row in cursor.fetchall()
+                    if not spare(HeldJob(row[0], row[1] or "", row[2] / 1e6))]
+            if not rows:
                 return 0
-            return cursor.execute(RETURN_JOBS_OF.format(ids=placeholders(len(ids))),
-                                  (SILENT_SUPERVISOR_ERROR, *ids, process_id))
+            members = self._lock_members(cursor, [row[0] for row in rows if row[3]], process_id)
+            ids = [row[0] for row in rows]
+            returned = cursor.execute(RETURN_JOBS_OF.format(ids=placeholders(len(ids))),
+                                      (SILENT_SUPERVISOR_ERROR, *ids, process_id))
+            MySQLFlows(cursor).settle_returned(members)
+            return returned
 
     # -- control ---------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ class MySQLPortable(MySQLLifeCycle, MySQLOperations):
         (rows,) = self._script_results(reserve, args)
         return rows
 
-    def complete_many(self, leases: Sequence[Lease]) -> set[int]:
+    def _complete_plain(self, leases: Sequence[Lease]) -> set[int]:
         if not leases:
             return set()
         # Autocommitted: marking done what is still ours can be repeated safely.

@@ -35,7 +35,8 @@ LOCK_NEXT_READY_IDS = (
 RESERVE_IDS = (
     "UPDATE prefork_jobs FORCE INDEX (PRIMARY)"
     " SET status = 'reserved', attempts = attempts + 1,"
-    " lease_token = LEFT(SHA2(CONCAT(%s, id), 256), 32),"
+    " lease_token = CONCAT(IF(workflow_step >= 0, 'w', '0'),"
+    " LEFT(SHA2(CONCAT(%s, id), 256), 31)),"
     " lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, locked_by = %s,"
     " process_id = %s, updated_at = UTC_TIMESTAMP(6) WHERE id IN ({ids}) AND status = 'ready'")
 
@@ -46,7 +47,8 @@ READ_BACK_IDS = (
     "SELECT id, job_type, queue, payload, attempts - 1, max_attempts, idempotency_key,"
     " crashes, lease_token FROM prefork_jobs FORCE INDEX (PRIMARY)"
     " WHERE id IN ({ids}) AND status = 'reserved'"
-    " AND lease_token = CONVERT(LEFT(SHA2(CONCAT(%s, id), 256), 32) USING ascii)"
+    " AND lease_token = CONVERT(CONCAT(IF(workflow_step >= 0, 'w', '0'),"
+    " LEFT(SHA2(CONCAT(%s, id), 256), 31)) USING ascii)"
     " ORDER BY priority, available_at, id")
 
 # Of a group of leases ({lease_pairs}), mark done the jobs whose lease is ours and

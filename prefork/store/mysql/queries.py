@@ -71,8 +71,9 @@ LOCK_NEXT_READY = (
     " ORDER BY priority, available_at, id LIMIT %s FOR UPDATE SKIP LOCKED) AS next_jobs")
 
 # Reserve the locked jobs (secret, lease in microseconds, worker, supervisor id).
-# Each job gets its own lease token, LEFT(SHA2(secret + id), 32): unpredictable
-# without the claim's random 16-byte secret, unique per job. FORCE INDEX
+# Each job gets its own lease token, a mark ('w': a workflow's member, see
+# jobs.MEMBER_TOKEN_MARK; '0': any other) and 31 hex digits of SHA2(secret + id):
+# unpredictable without the claim's random 16-byte secret, unique per job. FORCE INDEX
 # (PRIMARY) on the join: on a big table the optimizer would rather read every
 # reserved row through the lease index, locking other workers' jobs.
 # Fenced by the state it expects (ready): a lock is only this server's, and on a
@@ -89,7 +90,8 @@ RESERVE_LOCKED = (
     " JOIN JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
     " ON j.id = claimed.id"
     " SET j.status = 'reserved', j.attempts = j.attempts + 1,"
-    " j.lease_token = LEFT(SHA2(CONCAT(%s, j.id), 256), 32),"
+    " j.lease_token = CONCAT(IF(j.workflow_step >= 0, 'w', '0'),"
+    " LEFT(SHA2(CONCAT(%s, j.id), 256), 31)),"
     " j.lease_until = UTC_TIMESTAMP(6) + INTERVAL %s MICROSECOND, j.locked_by = %s,"
     " j.process_id = %s, j.updated_at = UTC_TIMESTAMP(6)"
     " WHERE j.status = IF(@@SESSION.in_transaction, 'ready', NULL)")
@@ -105,7 +107,8 @@ READ_BACK_CLAIMED = (
     " FROM JSON_TABLE(@prefork_claimed, '$[*]' COLUMNS (id BIGINT UNSIGNED PATH '$')) AS claimed"
     " JOIN prefork_jobs AS j ON j.id = claimed.id"
     " WHERE j.status = 'reserved'"
-    " AND j.lease_token = CONVERT(LEFT(SHA2(CONCAT(%s, j.id), 256), 32) USING ascii)"
+    " AND j.lease_token = CONVERT(CONCAT(IF(j.workflow_step >= 0, 'w', '0'),"
+    " LEFT(SHA2(CONCAT(%s, j.id), 256), 31)) USING ascii)"
     " ORDER BY j.priority, j.available_at, j.id")
 
 # Of a group of leases ({lease_pairs}), lock in id order the jobs whose lease is
@@ -201,10 +204,10 @@ EXTEND_MANY = (
 COUNT_DONE_UNDER_LEASE = ("SELECT COUNT(*) FROM prefork_jobs FORCE INDEX (PRIMARY)"
                           " WHERE status = 'done' AND ({lease_pairs})")
 
-# Expired leases, oldest first, reading the lease index; SKIP LOCKED so a
-# worker finishing its job right now is never waited on.
+# Expired leases, oldest first, reading the lease index; SKIP LOCKED so a worker
+# finishing its job right now is never waited on: (id, whether a workflow's member).
 LOCK_EXPIRED = (
-    "SELECT id FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+    "SELECT id, workflow_step >= 0 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
     " WHERE status = 'reserved' AND lease_until <= UTC_TIMESTAMP(6)"
     " ORDER BY lease_until LIMIT %s FOR UPDATE SKIP LOCKED")
 
@@ -237,19 +240,22 @@ DEAD_JOBS = (
 # Dead or cancelled jobs ({statuses}) back to ready: (new max_attempts or NULL
 # to keep each job's, the statuses, queue or NULL, queue again). `limited` is
 # read again: a rule may have been published or removed since the job ended.
+# Not a workflow's members (workflow_queries.RETRY_MEMBER retries those).
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
     " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6),"
     " limited = EXISTS (SELECT 1 FROM prefork_limits AS l WHERE l.job_type = prefork_jobs.job_type)"
-    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s)")
+    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s)"
+    " AND COALESCE(workflow_step, -1) < 0")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = UTC_TIMESTAMP(6),"
     " max_attempts = COALESCE(%s, max_attempts), updated_at = UTC_TIMESTAMP(6),"
     " limited = EXISTS (SELECT 1 FROM prefork_limits AS l WHERE l.job_type = prefork_jobs.job_type)"
-    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s) AND id IN ({ids})")
+    " WHERE status IN ({statuses}) AND (%s IS NULL OR queue = %s) AND id IN ({ids})"
+    " AND COALESCE(workflow_step, -1) < 0")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
@@ -287,13 +293,12 @@ MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " WHERE id = %s AND state = 'running'"
                " AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL %s MICROSECOND")
 
-# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# how long ago its claim or last extension was written, by the server's clock.
-# No locking read: RETURN_JOBS_OF checks again what it returns.
-JOBS_OF = (
-    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
-    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
-    " WHERE status = 'reserved' AND process_id = %s")
+# The reserved jobs of a vanished supervisor: who claimed each (host:pid), how
+# long ago its claim or last extension was written (server clock), whether a
+# workflow's member. No locking read: RETURN_JOBS_OF checks again what it returns.
+JOBS_OF = ("SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6)),"
+           " workflow_step >= 0 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+           " WHERE status = 'reserved' AND process_id = %s")
 
 # Those of them ({ids}) whose holder is gone, as lease expiry would return them
 # (the attempt was used; cancelled when that is pending), but now instead of when
@@ -379,12 +384,10 @@ DISCARD_DEAD_RESULTS = (
 
 # --- after a reconnection: jobs reserved in a supervisor's name that none of its workers holds
 
-# Its reserved jobs, locked until the hand-back below commits: who claimed each
-# (host:pid) and how long ago its claim or last extension was written.
-STRAYS_OF = (
-    "SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6))"
-    " FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
-    " WHERE status = 'reserved' AND process_id = %s FOR UPDATE")
+# Its reserved jobs, locked until the hand-back below commits: as JOBS_OF's.
+STRAYS_OF = ("SELECT id, locked_by, TIMESTAMPDIFF(MICROSECOND, updated_at, UTC_TIMESTAMP(6)),"
+             " workflow_step >= 0 FROM prefork_jobs FORCE INDEX (ix_prefork_jobs_lease)"
+             " WHERE status = 'reserved' AND process_id = %s FOR UPDATE")
 
 # Those of them ({ids}) given back uncharged, as RELEASE gives back a claim.
 RETURN_STRAYS = (

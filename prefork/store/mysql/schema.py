@@ -31,7 +31,8 @@ MIGRATION_LOCK = "prefork_queue_migrate"
 WORKER_TABLES = ("prefork_jobs", "prefork_processes", "prefork_queue_states", "prefork_restarts",
                  "prefork_minutes",        # the supervisors' per-minute counts (dashboard)
                  "prefork_task_results",   # a Django task's result, written with its completion
-                 "prefork_limit_groups")   # the limited claim's group locks and token buckets
+                 "prefork_limit_groups",   # the limited claim's group locks and token buckets
+                 "prefork_workflows")      # a workflow's bookkeeping, written with its members' ends
 # The published limits: a worker account may also DELETE there (publish_limits
 # removes the rules its code no longer declares).
 RULES_TABLE = "prefork_limits"

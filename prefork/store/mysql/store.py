@@ -113,10 +113,13 @@ class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, M
             return 0
         listed = placeholders(len(states))
         if job_ids is None:
-            return self._rowcount(RETRY_DEAD.format(statuses=listed),
-                                  (max_attempts, *states, queue, queue))
-        return self._rowcount(RETRY_DEAD_IDS.format(statuses=listed, ids=placeholders(len(job_ids))),
-                              (max_attempts, *states, queue, queue, *job_ids))
+            plain = self._rowcount(RETRY_DEAD.format(statuses=listed),
+                                   (max_attempts, *states, queue, queue))
+        else:
+            plain = self._rowcount(
+                RETRY_DEAD_IDS.format(statuses=listed, ids=placeholders(len(job_ids))),
+                (max_attempts, *states, queue, queue, *job_ids))
+        return plain + self._retry_members(job_ids, queue, max_attempts, states)
 
     def counts(self) -> dict[str, int]:
         return {status: count for status, count in self._all(COUNTS)}

@@ -5,10 +5,11 @@ from collections.abc import Callable
 
 from ..contract import HeldJob
 from .queries import RETURN_STRAYS, STRAYS_OF, placeholders
-from .session import MySQLSession
+from .members import MySQLMembers
+from .workflows import MySQLFlows
 
 
-class MySQLStrays(MySQLSession):
+class MySQLStrays(MySQLMembers):
     def hand_back_strays(self, process_id: int, spare: Callable[[HeldJob], bool]) -> list[int]:
         return self._retry_contention(lambda: self._hand_back_strays(process_id, spare))
 
@@ -17,9 +18,11 @@ class MySQLStrays(MySQLSession):
         # completion of one of them waits, then finds it given back (lease lost).
         with self._transaction() as cursor:
             cursor.execute(STRAYS_OF, (process_id,))
-            strays = [job_id for job_id, worker, micros_since in cursor.fetchall()
-                      if not spare(HeldJob(job_id, worker or "", micros_since / 1e6))]
+            rows = [row for row in cursor.fetchall()
+                    if not spare(HeldJob(row[0], row[1] or "", row[2] / 1e6))]
+            strays = [row[0] for row in rows]
             if strays:
                 cursor.execute(RETURN_STRAYS.format(ids=placeholders(len(strays))),
                                (*strays, process_id))
+                MySQLFlows(cursor).settle_returned([row[0] for row in rows if row[3]])
         return strays

@@ -27,6 +27,7 @@ from .cancel_queries import (
 from .file import stamp
 from .queries import placeholders
 from .session import SQLiteSession
+from .workflows import SQLiteFlows
 
 IDS_PER_STATEMENT = 500   # well below SQLite's bound on a statement's parameters
 MATCHING_BATCH = 1000     # jobs per transaction of cancel_matching()
@@ -42,7 +43,7 @@ class SQLiteCancellation(SQLiteSession):
             raise UserError("cancel which jobs? name a queue, a job type or both")
         statement = MATCHING_IN_QUEUE if queue is not None else MATCHING_OF_TYPE
         reports = []
-        for status in (JobStatus.READY, JobStatus.RESERVED):
+        for status in (JobStatus.READY, JobStatus.WAITING, JobStatus.RESERVED):
             after = 0
             while True:
                 params = {"status": status.value, "queue": queue, "job_type": job_type,
@@ -61,7 +62,14 @@ class SQLiteCancellation(SQLiteSession):
 
     def finish_cancelled(self, lease: Lease) -> bool:
         job_id, token = lease
-        return self._write_one(FINISH_CANCELLED, {"id": job_id, "token": token}) == 1
+        with self._write() as cursor:
+            cursor.execute(FINISH_CANCELLED, {"id": job_id, "token": token,
+                                              "now": stamp(utc_now())})
+            if cursor.rowcount != 1:
+                return False
+            if lease.in_workflow:
+                SQLiteFlows(cursor).settle_ids([(job_id, JobStatus.CANCELLED)])
+            return True
 
 
 def cancel_on(cursor: sqlite3.Cursor, job_ids: Sequence[int]) -> CancelReport:
@@ -70,10 +78,16 @@ def cancel_on(cursor: sqlite3.Cursor, job_ids: Sequence[int]) -> CancelReport:
     wanted = list(dict.fromkeys(int(job_id) for job_id in job_ids))
     now = stamp(utc_now())
     states: dict[int, str] = {}
+    members: list[int] = []
     for start in range(0, len(wanted), IDS_PER_STATEMENT):
         ids, params = placeholders("id", wanted[start:start + IDS_PER_STATEMENT])
-        states.update(cursor.execute(CANCEL_STATES.format(ids=ids), params).fetchall())
+        for job_id, status, member in cursor.execute(CANCEL_STATES.format(ids=ids),
+                                                     params).fetchall():
+            states[job_id] = status
+            if member and status in (JobStatus.READY, JobStatus.WAITING):
+                members.append(job_id)
         cursor.execute(CANCEL_READY.format(ids=ids), {**params, "now": now})
         cursor.execute(REQUEST_CANCEL.format(ids=ids), {**params, "now": now})
+    SQLiteFlows(cursor).settle_ids([(job_id, JobStatus.CANCELLED) for job_id in members])
     return report(wanted, states)
 

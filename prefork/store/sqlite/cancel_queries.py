@@ -5,14 +5,16 @@ Values are bound parameters (:name); {ids} is a list of named placeholders
 (queries.placeholders). Times are stored text (file.py).
 """
 
-# The state of each job asked for ({ids}), read inside the cancelling transaction.
-CANCEL_STATES = "SELECT id, status FROM prefork_jobs WHERE id IN ({ids})"
+# The state of each job asked for ({ids}), and whether it is a workflow's member,
+# read inside the cancelling transaction.
+CANCEL_STATES = "SELECT id, status, workflow_step >= 0 FROM prefork_jobs WHERE id IN ({ids})"
 
-# Ready ones (delayed ones too): cancelled now, never run.
+# Ready ones (delayed ones too) and waiting ones (a workflow's, not released yet):
+# cancelled now, never run.
 CANCEL_READY = (
     "UPDATE prefork_jobs SET status = 'cancelled', last_error = 'cancelled', lease_token = NULL,"
     " lease_until = NULL, finished_at = :now, updated_at = :now"
-    " WHERE id IN ({ids}) AND status = 'ready'")
+    " WHERE id IN ({ids}) AND status IN ('ready', 'waiting')")
 
 # Running ones: their supervisor stops them (cancel_requested() tells it). The
 # first request's time stays. updated_at is left alone: it says when the

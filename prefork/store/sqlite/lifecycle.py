@@ -12,9 +12,9 @@ from typing import Any
 
 from ...errors import LeaseLost
 from ...failures import appended_history, bounded
-from ...jobs import Job, JobStatus, Lease, utc_now
+from ...jobs import MEMBER_TOKEN_MARK, Job, JobStatus, Lease, utc_now
 from ...retry import Decision, RetryPolicy, hand_back_decision
-from ..contract import ClaimedRow, claimed_job
+from ..contract import ClaimedRow, claimed_job, members_apart
 from .due import priorities
 from .file import stamp, times
 from .paramstyle import FormatCursor
@@ -23,6 +23,7 @@ from .queries import (
     CLAIM_SELECT,
     COMPLETE,
     DONE_WITH_TOKEN,
+    EXPIRED,
     EXTEND,
     FAIL,
     FAILING_HISTORY,
@@ -32,8 +33,11 @@ from .queries import (
     READY_COUNT,
     RECOVER_EXPIRED,
     RELEASE,
+    placeholders,
 )
 from .session import SQLiteSession
+from .workflow_queries import MEMBER_LEASE
+from .workflows import SQLiteFlows
 
 # Who claims: (worker "host:pid", supervisor registry id or None).
 Claimant = tuple[str, int | None]
@@ -75,11 +79,11 @@ class SQLiteLifeCycle(SQLiteSession):
         """Reserve the jobs of these claim rows (read under the write lock the caller
         holds): a fresh token each, the attempt, the lease, the claimant."""
         worker, process_id = claimant
-        tokens = [secrets.token_hex(16) for _ in rows]
+        tokens = [_token(bool(row[-1])) for row in rows]   # the last column: a member?
         cursor.executemany(CLAIM_RESERVE, [{**stamps, "token": token, "worker": worker,
                                             "process_id": process_id, "id": row[0]}
                                            for row, token in zip(rows, tokens)])
-        return [claimed_job(row, token, self) for row, token in zip(rows, tokens)]
+        return [claimed_job(row[:-1], token, self) for row, token in zip(rows, tokens)]
 
     def ready_count(self, queues: Sequence[str], limit: int) -> int:
         return self._count_ready(queues, limit, limited=False)
@@ -115,6 +119,8 @@ class SQLiteLifeCycle(SQLiteSession):
             cursor.execute(COMPLETE, {**_lease(job.lease), **times(utc_now())})
             if cursor.rowcount != 1:
                 raise LeaseLost(f"job {job.id}: lease lost during completion")
+            if job.lease.in_workflow:   # its workflow's bookkeeping commits with it
+                SQLiteFlows(cursor).settle_ids([(job.id, JobStatus.DONE)])
         job.finished = True
 
     def fail(self, job: Job, error: str, decision: Decision) -> bool:
@@ -129,7 +135,11 @@ class SQLiteLifeCycle(SQLiteSession):
             cursor.execute(FAIL, {**_lease(job.lease), **stamps, "status": status.value,
                                   "error": error,
                                   "history": appended_history(held[0], job.attempt, now, error)})
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            if job.lease.in_workflow:   # dead, or cancelled: FAIL decides that
+                SQLiteFlows(cursor).settle_returned([job.id])
+            return True
 
     def release(self, job: Job) -> bool:
         return job.id in self.release_many([job])
@@ -139,8 +149,12 @@ class SQLiteLifeCycle(SQLiteSession):
             return set()
         with self._write() as cursor:
             stamps = times(utc_now())
-            return {job.id for job in jobs
-                    if cursor.execute(RELEASE, {**_lease(job.lease), **stamps}).rowcount == 1}
+            released = {job.id for job in jobs
+                        if cursor.execute(RELEASE, {**_lease(job.lease), **stamps}).rowcount == 1}
+            # A member whose cancellation was pending ended cancelled.
+            SQLiteFlows(cursor).settle_returned(
+                [job.id for job in jobs if job.id in released and job.lease.in_workflow])
+            return released
 
     def extend(self, job: Job, lease_seconds: float) -> bool:
         return self._write_one(EXTEND, _lease(job.lease), lease_until=lease_seconds) == 1
@@ -178,10 +192,21 @@ class SQLiteLifeCycle(SQLiteSession):
                 "id": job_id, "status": status.value, "restored": 0 if charge else 1,
                 "crashed": 1 if charge else 0, "error": error, "history": history,
                 **times(now, available_at=delay)})
+            if Lease(job_id, lease_token).in_workflow:
+                SQLiteFlows(cursor).settle_ids([(job_id, status)])
             return status
 
     def recover_expired(self, limit: int = 100) -> int:
-        return self._write_one(RECOVER_EXPIRED, {"limit": limit})
+        with self._write() as cursor:
+            stamps = times(utc_now())
+            rows = cursor.execute(EXPIRED, {**stamps, "limit": limit}).fetchall()
+            if not rows:
+                return 0
+            ids, params = placeholders("id", [row[0] for row in rows])
+            recovered = int(cursor.execute(RECOVER_EXPIRED.format(ids=ids),
+                                           {**params, **stamps}).rowcount)
+            SQLiteFlows(cursor).settle_returned([job_id for job_id, member in rows if member])
+            return recovered
 
 
 def _lease(lease: Lease) -> dict[str, Any]:
@@ -194,12 +219,36 @@ def _complete_leases(cursor: sqlite3.Cursor, leases: Sequence[Lease],
                      stamps: dict[str, str]) -> set[int]:
     """Complete each leased job inside the caller's write transaction; the ids
     completed, now or already with the same lease."""
+    members, plain = members_apart(leases)
     completed = set()
-    for lease in leases:
+    for lease in plain:
         cursor.execute(COMPLETE, {**_lease(lease), **stamps})
         if cursor.rowcount == 1 or cursor.execute(DONE_WITH_TOKEN, _lease(lease)).fetchone():
             completed.add(lease[0])
+    return completed | _complete_members(cursor, members, stamps)
+
+
+def _complete_members(cursor: sqlite3.Cursor, leases: Sequence[Lease],
+                      stamps: dict[str, str]) -> set[int]:
+    """_complete_leases() of workflow members, with their workflows' bookkeeping."""
+    completed, fresh = set(), []
+    for lease in leases:
+        held = cursor.execute(MEMBER_LEASE, {**_lease(lease), **stamps}).fetchone()
+        if held is None:
+            continue
+        status, workflow_id, step = held
+        if status == JobStatus.RESERVED:
+            cursor.execute(COMPLETE, {**_lease(lease), **stamps})
+            fresh.append((int(workflow_id), int(step), JobStatus.DONE))
+        completed.add(lease.job_id)
+    SQLiteFlows(cursor, stamps["now"]).settle(fresh)
     return completed
+
+
+def _token(member: bool) -> str:
+    """A fresh lease token; a workflow member's is marked (jobs.MEMBER_TOKEN_MARK)."""
+    token = secrets.token_hex(16)
+    return MEMBER_TOKEN_MARK + token[1:] if member else token
 
 
 def _ready_rows(cursor: sqlite3.Cursor, queues: Sequence[str], limit: int,

@@ -82,11 +82,11 @@ BUCKET = ("SELECT tokens, refilled_at FROM prefork_limit_groups"
 SPEND_TOKENS = ("UPDATE prefork_limit_groups SET tokens = :tokens, refilled_at = :refilled_at"
                 " WHERE job_type = :job_type AND concurrency_key = :key")
 
-# A chosen job, in the column order claimed_job() unpacks (reserved with
-# queries.CLAIM_RESERVE, as the plain claim's).
+# A chosen job, in the column order claimed_job() unpacks, then whether it is a
+# workflow's member (reserved with queries.CLAIM_RESERVE, as the plain claim's).
 LIMITED_CLAIM_ROW = (
-    "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
-    " FROM prefork_jobs WHERE id = :id AND status = 'ready'")
+    "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes,"
+    " workflow_step >= 0 FROM prefork_jobs WHERE id = :id AND status = 'ready'")
 
 # Oldest first, a bounded batch per statement: groups whose bucket has not
 # been written since :before (refilled since, or never rate-limited again).

@@ -37,6 +37,7 @@ from .queries import (
     placeholders,
 )
 from .session import SQLiteSession
+from .workflows import SQLiteFlows
 
 
 class SQLiteOperations(SQLiteSession):
@@ -74,12 +75,15 @@ class SQLiteOperations(SQLiteSession):
     def hand_back_strays(self, process_id: int, spare: Callable[[HeldJob], bool]) -> list[int]:
         with self._write() as cursor:
             now = utc_now()
-            strays = [job.job_id for job in _held_jobs(cursor, process_id, now)
-                      if not spare(job)]
+            held = [(job, member) for job, member in _held_jobs(cursor, process_id, now)
+                    if not spare(job)]
+            strays = [job.job_id for job, _ in held]
             if strays:
                 ids, params = placeholders("id", strays)
                 cursor.execute(RETURN_STRAYS.format(ids=ids),
                                {**params, "id": process_id, "now": stamp(now)})
+                SQLiteFlows(cursor).settle_returned([job.job_id for job, member in held
+                                                     if member])
         return strays
 
     # -- control ---------------------------------------------------------------------
@@ -156,20 +160,26 @@ class SQLiteOperations(SQLiteSession):
 def _return_jobs_of(cursor: Any, process_id: int, spare: Callable[[HeldJob], bool]) -> int:
     """Return the jobs of a pruned supervisor but those spare() keeps; how many."""
     now = utc_now()
-    returned = [job.job_id for job in _held_jobs(cursor, process_id, now) if not spare(job)]
-    if not returned:
+    held = [(job, member) for job, member in _held_jobs(cursor, process_id, now)
+            if not spare(job)]
+    if not held:
         return 0
-    ids, params = placeholders("id", returned)
+    ids, params = placeholders("id", [job.job_id for job, _ in held])
     cursor.execute(RETURN_JOBS_OF.format(ids=ids), {**params, "id": process_id,
                                                     "now": stamp(now),
                                                     "error": SILENT_SUPERVISOR_ERROR})
-    return int(cursor.rowcount)
+    returned = int(cursor.rowcount)
+    SQLiteFlows(cursor).settle_returned([job.job_id for job, member in held if member])
+    return returned
 
 
-def _held_jobs(cursor: Any, process_id: int, now: datetime) -> list[HeldJob]:
-    """The jobs reserved under a supervisor's id, as spare() sees them."""
-    return [HeldJob(job_id, worker or "", (now - datetime.fromisoformat(written)).total_seconds())
-            for job_id, worker, written in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
+def _held_jobs(cursor: Any, process_id: int, now: datetime) -> list[tuple[HeldJob, bool]]:
+    """The jobs reserved under a supervisor's id, as spare() sees them, and whether
+    each is a workflow's member."""
+    return [(HeldJob(job_id, worker or "",
+                     (now - datetime.fromisoformat(written)).total_seconds()), bool(member))
+            for job_id, worker, written, member
+            in cursor.execute(JOBS_OF, {"id": process_id}).fetchall()]
 
 
 def _stamp_ago(seconds: float) -> str:

@@ -47,13 +47,14 @@ NEXT_PRIORITY = (
     " ORDER BY priority LIMIT 1")
 
 # The next due ready jobs of one queue's :priority in index order, in the column
-# order claimed_job() unpacks. No SKIP LOCKED: the claimer holds the database's
+# order claimed_job() unpacks, then whether each is a workflow's member (its lease
+# token is marked: jobs.MEMBER_TOKEN_MARK). No SKIP LOCKED: the claimer holds the database's
 # write lock, so nobody else can reserve these rows meanwhile, nor pause the queue
 # NEXT_PRIORITY found unpaused. Limited jobs are the limited claim's (limits.py):
 # an equality of the claim index, so unlimited jobs never step over them.
 CLAIM_SELECT = (
-    "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes"
-    " FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
+    "SELECT id, job_type, queue, payload, attempts, max_attempts, idempotency_key, crashes,"
+    " workflow_step >= 0 FROM prefork_jobs INDEXED BY ix_prefork_jobs_claim"
     " WHERE status = 'ready' AND queue = :queue AND limited = 0 AND priority = :priority"
     " AND available_at <= :now ORDER BY available_at, id LIMIT :limit")
 
@@ -135,8 +136,13 @@ HAND_BACK = (
     " finished_at = CASE WHEN :status IN ('dead', 'cancelled') THEN :now END,"
     " cancel_requested_at = NULL, updated_at = :now WHERE id = :id")
 
-# Up to :limit expired leases, oldest first through the lease index, back to
-# ready (dead when out of attempts).
+# Up to :limit expired leases, oldest first through the lease index: (id, whether
+# it is a workflow's member: its end, if it ends, moves its workflow on).
+EXPIRED = (
+    "SELECT id, workflow_step >= 0 FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
+    " WHERE status = 'reserved' AND lease_until <= :now ORDER BY lease_until LIMIT :limit")
+
+# Those ({ids}) back to ready (dead when out of attempts).
 RECOVER_EXPIRED = (
     "UPDATE prefork_jobs"
     " SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'"
@@ -145,8 +151,7 @@ RECOVER_EXPIRED = (
     " available_at = :now, updated_at = :now,"
     " finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts"
     " THEN :now END, cancel_requested_at = NULL"
-    " WHERE id IN (SELECT id FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
-    " WHERE status = 'reserved' AND lease_until <= :now ORDER BY lease_until LIMIT :limit)")
+    " WHERE id IN ({ids}) AND status = 'reserved' AND lease_until <= :now")
 
 # --- inspection and repair ------------------------------------------------------------------
 # An optional :queue is NULL (all queues) or a queue's name.
@@ -164,20 +169,24 @@ DEAD_JOBS = (
 
 # :max_attempts: the jobs' new max_attempts, or NULL to keep each one's.
 # {statuses}: the finished states retried (dead, cancelled). A job is limited
-# as its type is now (it may have got or lost a limit since it ended).
+# as its type is now (it may have got or lost a limit since it ended). Not a
+# workflow's members: their retry carries their workflow's bookkeeping
+# (workflow_queries.RETRY_MEMBER).
 RETRY_DEAD = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = :now,"
     " limited = EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = prefork_jobs.job_type),"
     " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
-    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue)")
+    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue)"
+    " AND COALESCE(workflow_step, -1) < 0")
 
 RETRY_DEAD_IDS = (
     "UPDATE prefork_jobs SET status = 'ready', attempts = 0, crashes = 0, lease_token = NULL,"
     " lease_until = NULL, finished_at = NULL, available_at = :now,"
     " limited = EXISTS (SELECT 1 FROM prefork_limits WHERE job_type = prefork_jobs.job_type),"
     " max_attempts = COALESCE(:max_attempts, max_attempts), updated_at = :now"
-    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})")
+    " WHERE status IN ({statuses}) AND (:queue IS NULL OR queue = :queue) AND id IN ({ids})"
+    " AND COALESCE(workflow_step, -1) < 0")
 
 COUNTS = "SELECT status, COUNT(*) FROM prefork_jobs GROUP BY status"
 
@@ -219,9 +228,10 @@ SILENT = ("SELECT id FROM prefork_processes WHERE state = 'running' AND heartbea
 MARK_PRUNED = ("UPDATE prefork_processes SET state = 'pruned', children = NULL"
                " WHERE id = :id AND state = 'running' AND heartbeat_at < :since")
 
-# The reserved jobs of a vanished supervisor: who claimed each (host:pid) and
-# when its claim or last extension was written.
-JOBS_OF = ("SELECT id, locked_by, updated_at FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
+# The reserved jobs of a vanished supervisor: who claimed each (host:pid), when
+# its claim or last extension was written, and whether it is a workflow's member.
+JOBS_OF = ("SELECT id, locked_by, updated_at, workflow_step >= 0"
+           " FROM prefork_jobs INDEXED BY ix_prefork_jobs_lease"
            " WHERE status = 'reserved' AND process_id = :id")
 
 # Those of them ({ids}) whose holder is gone, as lease expiry would return them

@@ -53,6 +53,7 @@ from .cancel import SQLiteCancellation
 from .cancel import cancel_on as cancel_on   # for prefork.cancel
 from .dashboard import SQLiteDashboard
 from .limits import SQLiteLimits
+from .members import SQLiteMembers
 from .operations import SQLiteOperations
 from .queries import (
     COUNTS,
@@ -72,10 +73,11 @@ from .queries import (
     placeholders,
 )
 from .wakeups import SQLiteWakeups
+from .workflows import SQLiteFlows
 
 
 class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
-                  SQLiteWakeups):
+                  SQLiteWakeups, SQLiteMembers):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
@@ -167,15 +169,18 @@ class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDash
     def retry_dead(self, job_ids: Sequence[int] | None = None, queue: str | None = None,
                    max_attempts: int | None = None,
                    statuses: Sequence[JobStatus] = (JobStatus.DEAD,)) -> int:
-        names, chosen = placeholders("status", [JobStatus(status).value for status in statuses])
+        states = [JobStatus(status).value for status in statuses]
+        names, chosen = placeholders("status", states)
         chosen.update(queue=queue, max_attempts=max_attempts)
         if job_ids is None:
-            return self._write_one(RETRY_DEAD.format(statuses=names), chosen)
-        if not job_ids:
+            plain = self._write_one(RETRY_DEAD.format(statuses=names), chosen)
+        elif not job_ids:
             return 0
-        ids, params = placeholders("id", job_ids)
-        return self._write_one(RETRY_DEAD_IDS.format(ids=ids, statuses=names),
-                               {**params, **chosen})
+        else:
+            ids, params = placeholders("id", job_ids)
+            plain = self._write_one(RETRY_DEAD_IDS.format(ids=ids, statuses=names),
+                                    {**params, **chosen})
+        return plain + self._retry_members(job_ids, queue, max_attempts, states)
 
     def counts(self) -> dict[str, int]:
         with closing(self._read(COUNTS)) as cursor:
@@ -210,6 +215,11 @@ def _enqueue_params(new_job: NewJob, now: datetime) -> dict[str, Any]:
             "key": new_job.key, "priority": new_job.priority,
             "max_attempts": new_job.max_attempts, "available_at": stamp(available_at),
             "concurrency_key": new_job.concurrency_key or NO_KEY, "now": stamp(now)}
+
+
+def flows_on(cursor: sqlite3.Cursor) -> SQLiteFlows:
+    """The workflow statements on the caller's cursor, inside the caller's transaction."""
+    return SQLiteFlows(cursor)
 
 
 def enqueue_on(cursor: sqlite3.Cursor, new_job: NewJob) -> int:
