@@ -22,6 +22,7 @@ from .strays import HeldJob as HeldJob   # prune_silent's too
 from .strays import StrayHandBack
 from .workflow_contract import WorkflowStore
 from .workflow_contract import members_apart as members_apart   # the stores' parts use it
+from .workflow_views import WorkflowViews
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
 from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
@@ -88,7 +89,8 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(StrayHandBack, WorkflowStore):   # abc.ABCs: parts in strays.py, workflow_contract.py
+class Store(StrayHandBack, WorkflowStore, WorkflowViews):   # abc.ABCs: parts in strays.py,
+    # workflow_contract.py, workflow_views.py
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 
