@@ -89,8 +89,7 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
     return found
 
 
-class Store(StrayHandBack, WorkflowStore, WorkflowViews):   # abc.ABCs: parts in strays.py,
-    # workflow_contract.py, workflow_views.py
+class Store(StrayHandBack, WorkflowStore, WorkflowViews):   # abc.ABCs, in their own modules
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 

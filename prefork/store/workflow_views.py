@@ -10,7 +10,7 @@ a workflow's jobs by (workflow_id, workflow_step), its nested ones by
 """
 import abc
 import enum
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -216,7 +216,7 @@ class WorkflowReads(WorkflowViews):
         return [int(row["id"]) for row in rows]
 
 
-def _states(table: dict[Outcome, tuple[enum.StrEnum, ...]],
+def _states(table: Mapping[Outcome, tuple[enum.StrEnum, ...]],
             outcome: Outcome | None) -> list[str]:
     chosen = table.values() if outcome is None else [table[outcome]]
     return [state.value for states in chosen for state in states]
