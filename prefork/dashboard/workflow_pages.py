@@ -41,10 +41,12 @@ def workflow(site: Site, request: Request, workflow_id: int) -> Response:
     after = _step(request.arg("after"))
     page = store.workflow_members(workflow_id, outcome, after, data.PAGE_SIZE)
     callbacks = [callback(job) for job in store.workflow_callbacks(workflow_id)]
+    parent = None if row.parent_id is None else store.workflow(row.parent_id)
     return site.render(request, "workflow.html", flow=shown(row), show=outcome or "",
                        outcomes=list(Outcome), members=[member(item) for item in page.rows],
                        next_after=page.next_after, paged=after != BEFORE_MEMBERS,
-                       callbacks=callbacks, then=_then(store, row),
+                       callbacks=callbacks, parent=None if parent is None else shown(parent),
+                       then=_then(store, row, parent),
                        can_retry=row.dead > 0 or any(c["status"] == "dead" for c in callbacks),
                        can_cancel=row.state in PENDING_STATES
                        or any(c["status"] in PENDING_JOBS for c in callbacks))
@@ -57,11 +59,8 @@ def workflow_or_404(store: Store, workflow_id: int) -> WorkflowRow:
     return row
 
 
-def _then(store: Store, row: WorkflowRow) -> dict[str, Any] | None:
-    """What runs after a workflow nested in a chain: the chain's next step."""
-    if row.parent_id is None:
-        return None
-    parent = store.workflow(row.parent_id)
+def _then(store: Store, row: WorkflowRow, parent: WorkflowRow | None) -> dict[str, Any] | None:
+    """What runs after a workflow nested in a chain (its parent): the chain's next step."""
     if parent is None or parent.kind is not Kind.CHAIN:
         return None
     following = store.workflow_members(parent.id, None, row.parent_step, 1).rows

@@ -104,7 +104,7 @@ def test_a_workflows_page_shows_its_progress_callbacks_and_members(dashboard, qu
     group_page = client.get(f"/workflows/{group_id}").text
     assert "Group " + str(group_id) in group_page
     assert "total 3, done 0, dead 1, cancelled 0, pending 2" in group_page
-    assert f'<a href="/workflows/{callback_chain}">workflow {callback_chain}</a>, step 0' in group_page
+    assert f'<a href="/workflows/{callback_chain}">chain {callback_chain}</a>, step 0' in group_page
     assert f'(outermost: <a href="/workflows/{flow.id}">' in group_page
     # What runs after it: the next step of its chain, the group's callback.
     callbacks = group_page.split('id="callbacks"', 1)[1].split("</table>", 1)[0]
