@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..jobs import JobStatus
-from ..workflows.model import Kind, OnDead, Policy, State
+from ..workflows.model import Kind, Node, OnDead, Policy, State
 from .views import JobRow
 
 # A page of members starts after this step: every member's step is 0 and up.
@@ -47,31 +47,19 @@ WORKFLOW_STATES = {Outcome.PENDING: (State.WAITING, State.RUNNING),
 PENDING_STATES = WORKFLOW_STATES[Outcome.PENDING]
 
 
-@dataclass(frozen=True)
-class WorkflowRow:
-    """One row of prefork_workflows as the pages show it (times naive UTC)."""
-    id: int
-    kind: Kind
-    state: State
-    policy: Policy
-    on_dead: OnDead
-    is_open: bool
-    current_step: int
-    total: int
-    done: int
-    dead: int
-    cancelled: int
-    parent_id: int | None
-    parent_step: int
-    root_id: int | None
-    key: str | None
-    created_at: datetime
-    finished_at: datetime | None
+@dataclass
+class WorkflowRow(Node):
+    """One row of prefork_workflows as the pages show it: the bookkeeping's columns,
+    and where it sits, its key and its times (naive UTC)."""
+    root_id: int | None = None
+    key: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
 
     @property
     def pending(self) -> int:
         """Members not ended yet."""
-        return self.total - self.done - self.dead - self.cancelled
+        return self.total - self.ended
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,23 @@ def assert_sane_row(row, workers, backend="mysql"):
     assert row["child_uss_mib"] <= row["child_rss_mib"]
 
 
+def interrupted(dsn, args, started, timeout):
+    """Run `prefork-queue bench ARGS` until started() is true, then Ctrl-C it: (its exit
+    code, stdout, stderr, what started() answered)."""
+    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=cli_env(dsn))
+    try:
+        seen = wait_until(started, timeout=timeout, message="the bench's scenario to start")
+        bench.send_signal(signal.SIGINT)
+        out, err = bench.communicate(timeout=120)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
+    return bench.returncode, out, err, seen
+
+
 def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
     result = run_cli("bench", "--workers", "2", "--jobs", "300", "--pickups", "10", "--json",
                      "--cross-host", dsn=migrated, timeout=300)
@@ -217,20 +234,11 @@ def test_bench_workflows_reports_the_group_and_the_chain_and_cleans_up(backend, 
 
 
 def test_ctrl_c_in_the_workflow_scenarios_removes_their_workflows(migrated, clean_db):
-    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "1",
-                              "--jobs", "20", "--pickups", "1", "--workflows",
-                              "--group-size", "20000", "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=cli_env(migrated))
-    try:
-        wait_until(lambda: scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows"),
-                   timeout=300, message="the bench to enqueue a group")
-        bench.send_signal(signal.SIGINT)
-        out, err = bench.communicate(timeout=120)
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-    assert bench.returncode == 130 and "Traceback" not in err, err
+    code, _, err, _ = interrupted(
+        migrated, ["--workers", "1", "--jobs", "20", "--pickups", "1", "--workflows",
+                   "--group-size", "20000", "--json"],
+        lambda: scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows"), 300)
+    assert code == 130 and "Traceback" not in err, err
     assert scalar(clean_db, SCRATCH_ROWS) == 0
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows") == 0
 
@@ -242,21 +250,15 @@ def test_the_bulk_enqueues_reference_is_one_multi_row_insert():
 
 
 def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, clean_db):
-    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "2",
-                              "--jobs", "20000", "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=cli_env(migrated))
-    try:
-        queue = wait_until(lambda: scalar(clean_db, "SELECT MIN(queue) FROM prefork_jobs"
-                                                    " WHERE queue LIKE 'bench-%%'"),
-                           timeout=60, message="the bench to enqueue its batch")
-        assert processes_of(queue), "the supervisor should be running"
-        bench.send_signal(signal.SIGINT)
-        out, err = bench.communicate(timeout=60)
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-    assert bench.returncode == 130, err
+    def running():
+        queue = scalar(clean_db, "SELECT MIN(queue) FROM prefork_jobs WHERE queue LIKE 'bench-%%'")
+        if queue:   # its batch enqueued
+            assert processes_of(queue), "the supervisor should be running"
+        return queue
+
+    code, out, err, queue = interrupted(migrated, ["--workers", "2", "--jobs", "20000", "--json"],
+                                        running, 60)
+    assert code == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert out == ""
     assert scalar(clean_db, SCRATCH_ROWS) == 0
