@@ -7,8 +7,8 @@ from typing import Any
 from werkzeug.exceptions import BadRequest, NotFound
 
 from ..store.contract import Store
-from ..store.workflow_views import (BEFORE_MEMBERS, PENDING_STATES, Member, Outcome,
-                                    WorkflowRow)
+from ..store.workflow_views import (BEFORE_MEMBERS, JOB_STATES, PENDING_STATES, Member,
+                                    Outcome, WorkflowRow)
 from ..workflows.model import ON_COMPLETE_STEP, ON_SUCCESS_STEP, Kind, State
 from . import data
 from .site import Site
@@ -17,7 +17,7 @@ from .web import MAX_JOB_ID, Request, Response, redirect
 # The states the list's tabs name: an outermost workflow runs from the start.
 LISTED_STATES = (State.RUNNING, State.DONE, State.DEAD, State.CANCELLED)
 CALLBACK_NAMES = {ON_SUCCESS_STEP: "on_success", ON_COMPLETE_STEP: "on_complete"}
-PENDING_JOBS = ("waiting", "ready", "reserved")
+PENDING_JOBS = [status.value for status in JOB_STATES[Outcome.PENDING]]
 
 
 def workflows(site: Site, request: Request) -> Response:

@@ -21,8 +21,6 @@ from .views import JobRow
 
 # A page of members starts after this step: every member's step is 0 and up.
 BEFORE_MEMBERS = -1
-# Every job of a workflow, a batch's callbacks (-1, -2) too, is after this step.
-BEFORE_ALL = -(2 ** 31)
 # Workflow ids per statement of a tree's walk.
 CHUNK = 500
 # The newest moment a stored time can be: the first page of ended workflows starts there.
