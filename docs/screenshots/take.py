@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from chromium import chromium  # noqa: E402
 PASSWORD = "screenshots-only"
 PAGES = {"overview": "/", "jobs": "/jobs", "dead": "/dead", "queues": "/queues",
-         "schedules": "/schedules", "restart": "/restart"}
+         "schedules": "/schedules", "restart": "/restart", "workflows": "/workflows"}
 CONFIG = """[prefork-queue]
 dsn = sqlite:///{dir}/prefork-queue.db
 queues = default,reports
@@ -75,6 +75,25 @@ def enqueue_examples(env):
         run("enqueue", "sleep", '{"seconds": 600}', env=env)
 
 
+# A group of reports with a summary after it (policy "ended": it runs whatever its
+# members' ends), one member that dies, two after the reports that keep a worker busy.
+WORKFLOW = """
+import prefork
+job = prefork.job
+members = [job("report", {"title": f"part {n}"}, queue="reports") for n in range(5)]
+members += [job("fail-n-times", {"times": 9}, max_attempts=1)]
+members += [job("sleep", {"seconds": 600}, queue="reports") for _ in range(2)]
+with prefork.Client() as client:
+    client.enqueue_workflow(prefork.group(members, policy="ended",
+                                          then=job("report", {"title": "summary"}, queue="reports")),
+                            key="monthly-reports")
+"""
+
+
+def enqueue_workflow(env):
+    subprocess.run([sys.executable, "-c", WORKFLOW], env=env, check=True)
+
+
 def dashboard_url(process):
     line = process.stdout.readline().decode()
     match = SERVING.search(line)
@@ -99,6 +118,14 @@ def screenshots(url, out, profile):
         driver.get(dead.get_attribute("href"))
         time.sleep(1)
         driver.save_screenshot(str(out / "job.png"))
+        # The group of the workflow listed: the first step of its chain (the group
+        # and its callback).
+        driver.get(url + "/workflows")
+        driver.get(driver.find_element(By.CSS_SELECTOR, "#workflow-rows a").get_attribute("href"))
+        group = driver.find_element(By.CSS_SELECTOR, "#member-rows a[href*='/workflows/']")
+        driver.get(group.get_attribute("href"))
+        time.sleep(1)
+        driver.save_screenshot(str(out / "workflow.png"))
     finally:
         driver.quit()
 
@@ -138,6 +165,7 @@ def main():
                                        "--log-file", str(workdir / "log"), env=env, cwd=work)
             started.append(supervisor)
             enqueue_examples(env)
+            enqueue_workflow(env)
             print(f"take.py: waiting {ROLLUP_WAIT} s for the first per-minute rollup", file=sys.stderr)
             time.sleep(ROLLUP_WAIT)
             if supervisor.poll() is not None:

@@ -20,6 +20,7 @@ class BenchDatabase:
             self.store.check_schema()
         dialect = type(self.store).__module__.rsplit(".", 1)[0]   # prefork.store.mysql
         self.sql = importlib.import_module(dialect + ".bench")   # prefork.store.mysql.bench
+        self.flow_sql = importlib.import_module(dialect + ".workflow_bench")
         self.is_mysql = dialect.endswith(".mysql")
         # The SQL dialect a MySQL store speaks (the `dialect` setting, or the
         # server's for auto); None on SQLite.
@@ -38,6 +39,18 @@ class BenchDatabase:
 
     def unfinished(self, queue):
         return self.sql.bench_unfinished(self.store, queue)
+
+    def flow_unfinished(self, queue):
+        """Jobs of `queue` not ended yet, the waiting ones of workflows too."""
+        return self.flow_sql.bench_flow_unfinished(self.store, queue)
+
+    def finished_at(self, queue):
+        """{job id: when it was written done (epoch seconds, the database's clock)}."""
+        return self.flow_sql.bench_finished_at(self.store, queue)
+
+    def delete_workflows(self, key_prefix):
+        """Delete the workflows whose keys start with `key_prefix`, nested ones too."""
+        return self.flow_sql.bench_delete_workflows(self.store, key_prefix)
 
     def unfinished_due(self, queue, priority):
         """Unfinished jobs of `queue` at `priority`, the delayed ones not yet due left out."""

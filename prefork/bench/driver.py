@@ -40,6 +40,7 @@ from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_j
 from .scale import ScalePlan, ScaleScenarios, scale_queues
 from .scale_report import with_targets
 from .topologies import TopologyPlan, run_topologies
+from .workflows import WorkflowPlan, WorkflowScenarios, callback_queue
 
 RUNG_GAP = (0.02, 0.06)     # seconds between pickups with the doorbell
 LABEL_WIDTH = 26
@@ -62,6 +63,10 @@ class Plan:
     backlog: int = 0                # also the backlog scenario (backlog.py), MySQL only
     cross_host: bool = False        # also the cross-host pickups (cross_host.py)
     cluster_dsns: Tuple[str, ...] = ()   # also the cluster's topologies (topologies.py)
+    workflows: bool = False         # also the workflow scenarios (workflows.py)
+    group_size: int = 10_000        # their sizes (the CLI's --group-size, --groups,
+    groups: int = 5                 # --chain-steps)
+    chain_steps: int = 1_000
 
 
 @dataclass
@@ -107,6 +112,9 @@ class Bench:
                                           plan.payload_bytes)
         self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
                                     config.max_payload_bytes, plan.scale)
+        self.workflow_plan = WorkflowPlan(max(plan.workers), plan.group_size, plan.groups,
+                                          plan.chain_steps, plan.payload_bytes,
+                                          config.max_payload_bytes)
         self.progress = Progress(self._progress_total(), "bench".ljust(LABEL_WIDTH))
         self.started = time.monotonic()
 
@@ -116,6 +124,7 @@ class Bench:
         return (per_count * len(self.plan.workers)
                 + (self.limit_plan.total_jobs if self.plan.limits else 0)
                 + (self.scale_plan.total_jobs if self.plan.scale else 0)
+                + (self.workflow_plan.total_jobs if self.plan.workflows else 0)
                 + (self.backlog_plan.counted if self.plan.backlog else 0)
                 + (self.plan.pickups if self.plan.cross_host else 0)
                 + (self.topology_plan.total_jobs if self.plan.cluster_dsns else 0)
@@ -137,11 +146,12 @@ class Bench:
         topologies = self.topologies_run() if self.plan.cluster_dsns else None
         limits = self.limit_scenarios() if self.plan.limits else None
         scale = self.scale_scenarios() if self.plan.scale else None
+        workflows = self.workflow_scenarios() if self.plan.workflows else None
         backlog = self.backlog_run(rows) if self.plan.backlog else None
         done_rows = self.big_table_run(rows) if self.plan.done_rows else None
         self._phase("done")
         report = self.report(rows, cross_host, limits, scale, backlog, done_rows)
-        return {**report, "topologies": topologies}
+        return {**report, "topologies": topologies, "workflows": workflows}
 
     def one_worker_count(self, workers):
         ours = self.run_ours(workers)
@@ -216,6 +226,11 @@ class Bench:
                                            self.tmp, self.queue, self.server, self.progress,
                                            self._phase).run())
 
+    def workflow_scenarios(self):
+        """--workflows: the group and the chain, before any big table."""
+        return WorkflowScenarios(self.workflow_plan, self.db, self.env, self.tmp, self.queue,
+                                 self.server, self.progress, self._phase).run()
+
     def backlog_run(self, rows):
         """--backlog: the largest worker count through a deep backlog, against its row."""
         empty = next(row["ours_jobs_per_s"] for row in rows
@@ -251,8 +266,8 @@ class Bench:
     # -- cleaning up ----------------------------------------------------------------
 
     def scratch_queues(self):
-        return [self.queue, self.done_queue] + (scale_queues(self.queue) if self.plan.scale
-                                                or self.plan.backlog else [])
+        return ([self.queue, self.done_queue, callback_queue(self.queue)]
+                + (scale_queues(self.queue) if self.plan.scale or self.plan.backlog else []))
 
     def clean_up(self):
         """Delete the scratch rows on a fresh connection (the bench's own may have been
@@ -270,6 +285,8 @@ class Bench:
                     db.effects_table(False)
                 if self.plan.limits:   # the limit scenarios' rules and groups
                     db.delete_limits(LIMITED_TYPES, self.queue)
+                if self.plan.workflows:   # the workflow scenarios' workflows
+                    db.delete_workflows(f"{self.queue}:")
             finally:
                 db.close()
         except (UserError,) + driver_errors() as exc:

@@ -11,8 +11,9 @@
 
 The limit scenarios' handlers (bench.keyed, bench.rated) are in
 prefork/bench/limited_jobs.py, an app of their own: the supervisor of the
-plain runs declares no limit, as before limits existed. Their names are here,
-for the bench, which never imports that app.
+plain runs declares no limit, as before limits existed; the workflow scenarios'
+(bench.mark) in prefork/bench/workflow_jobs.py. Their names are here, for the
+bench, which never imports those apps.
 """
 import os
 import time
@@ -33,6 +34,10 @@ RATED = "bench.rated"       # at most the rate in RATE_ENV starts per concurrenc
 RATE_ENV = "PREFORK_BENCH_RATE"
 DEFAULT_RATE = "200/s"
 STARTS_FILE_ENV = "PREFORK_BENCH_STARTS_FILE"
+
+WORKFLOWS_APP = "prefork.bench.workflow_jobs"
+MARK = "bench.mark"         # writes its id and its start time to the file in MARKS_FILE_ENV
+MARKS_FILE_ENV = "PREFORK_BENCH_MARKS_FILE"
 
 
 @prefork.handler(NOOP)

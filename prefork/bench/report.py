@@ -4,6 +4,7 @@ import textwrap
 
 from .measure import percentile
 from .scale_report import scale_lines
+from .workflow_report import workflow_lines
 
 # The figures of a row, for --json and for the test that checks them all.
 ROW_KEYS = ("workers", "enqueue_per_s", "ours_jobs_per_s", "baseline_jobs_per_s", "ratio",
@@ -163,7 +164,8 @@ def render_table(report):
     lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths))
              for line in cells]
     return "\n".join(lines + [""] + _limit_lines(report.get("limits"))
-                     + scale_lines(report.get("scale")) + _footer(report))
+                     + scale_lines(report.get("scale"))
+                     + workflow_lines(report.get("workflows")) + _footer(report))
 
 
 def _limit_lines(limits):

@@ -12,6 +12,10 @@ from .parser import command, whole_number
 # take a while to insert and delete on a CI server).
 DEFAULT_SLOW_JOBS = 1000
 DEFAULT_DELAYED = 10_000
+# The sizes of --workflows: issue 30's figures.
+DEFAULT_GROUP_SIZE = 10_000
+DEFAULT_GROUPS = 5
+DEFAULT_CHAIN_STEPS = 1_000
 
 
 def _worker_counts(text: str) -> list[int]:
@@ -115,6 +119,21 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                             "one supervisor per node of the largest worker count, all "
                             "writing through the first node, then each through its own, as "
                             "ratios of the configured server's (a plain one) in the same run.")
+    group.add_argument("--workflows", action="store_true",
+                       help="Also run the workflow scenarios with the largest worker count: "
+                            "a group of --group-size no-op members and its callback against as "
+                            "many plain jobs, --groups times (jobs/s, the callback's start "
+                            "delay), and a chain of --chain-steps steps (steps/s, each step's "
+                            "start delay).")
+    group.add_argument("--group-size", type=whole_number, default=DEFAULT_GROUP_SIZE,
+                       metavar="N", help="Members of each group of --workflows (default "
+                                         f"{DEFAULT_GROUP_SIZE:,}).")
+    group.add_argument("--groups", type=whole_number, default=DEFAULT_GROUPS, metavar="N",
+                       help="Groups of --workflows, each after as many plain jobs (default "
+                            f"{DEFAULT_GROUPS}).")
+    group.add_argument("--chain-steps", type=whole_number, default=DEFAULT_CHAIN_STEPS,
+                       metavar="N", help="Steps of the chain of --workflows (default "
+                                         f"{DEFAULT_CHAIN_STEPS:,}).")
     group.add_argument("--json", action="store_true", help="Print the report as JSON.")
     group.add_argument("--dashboard", action="store_true",
                        help="Instead: fill the configured (empty, scratch) MySQL database with "
@@ -136,5 +155,6 @@ def bench_command(args: argparse.Namespace, config: Config) -> int:
                 limits=args.limits, rate=args.bench_rate, rate_seconds=args.rate_seconds,
                 scale=args.scale or (), slow_jobs=args.slow_jobs, delayed=args.delayed,
                 backlog=args.backlog, cross_host=args.cross_host,
-                cluster_dsns=tuple(args.cluster_dsns))
+                cluster_dsns=tuple(args.cluster_dsns), workflows=args.workflows,
+                group_size=args.group_size, groups=args.groups, chain_steps=args.chain_steps)
     return run_bench(plan, config)

@@ -9,7 +9,8 @@ so no action can forget a check. Whatever a handler raises
 is answered here too, with the headers every answer carries: its own status for
 an HTTP error, 400 for refused input, 503 when the database is away, 500 (logged
 with its traceback) for anything else. The handlers (pages.py, api.py, actions.py,
-enqueue.py) are given the Site (site.py), never this module's objects.
+enqueue.py, workflow_pages.py, workflow_actions.py) are given the Site (site.py), never
+this module's objects.
 """
 import functools
 import re
@@ -27,7 +28,7 @@ from ..errors import DatabaseUnavailable, UserError
 from ..events import Event
 from ..failures import ErrorWriter, database_error
 from ..store import driver_errors, open_store
-from . import actions, api, enqueue, pages
+from . import actions, api, enqueue, pages, workflow_actions, workflow_pages
 from .auth import (SESSION_COOKIE, Gate, bearer_matches, configured_enqueue_token,
                    configured_secret, token_matches)
 from .hosts import ServedNames, parse_bind
@@ -78,7 +79,7 @@ class Dashboard:
                                  config.dashboard_allowed_hosts or [])
         self.routes = Routes([("GET", "/static/<name>", self.static)] + [
             (method, path, functools.partial(handler, self.site))
-            for module in (pages, actions, api, enqueue)
+            for module in (pages, actions, api, enqueue, workflow_pages, workflow_actions)
             for method, path, handler in module.ROUTES])
 
     # -- WSGI ------------------------------------------------------------------------------------

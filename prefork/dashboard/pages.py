@@ -38,8 +38,10 @@ def _job_list(site: Site, request: Request, template: str,
 
 
 def job(site: Site, request: Request, job_id: int) -> Response:
-    row = data.job_row(site.store(), job_id)
-    return site.render(request, "job.html", job=data.job_detail(row, site.redact_keys))
+    store = site.store()
+    row = data.job_row(store, job_id)
+    return site.render(request, "job.html", job=data.job_detail(row, site.redact_keys),
+                       place=store.workflow_place(job_id))   # a workflow's member, or None
 
 
 def queues(site: Site, request: Request) -> Response:

@@ -24,6 +24,7 @@ from .strays import HeldJob as HeldJob   # prune_silent's too
 from .strays import StrayHandBack
 from .workflow_contract import WorkflowStore
 from .workflow_contract import members_apart as members_apart   # the stores' parts use it
+from .workflow_views import WorkflowViews
 from .views import JobFilter, JobPage, MinuteCounts, MinutePoint, QueueOverview
 from .views import JobRow as JobRow   # a job as get() and dead_jobs() return it
 
@@ -85,8 +86,8 @@ def packaged_migrations(dialect: str) -> list[tuple[int, str, str]]:
 
 
 # abc.ABCs, one part of the contract each: strays.py, processes.py,
-# workflow_contract.py and outcomes.py (the workflows' base).
-class Store(StrayHandBack, SupervisorRegistry, WorkflowStore):
+# workflow_contract.py and outcomes.py (the workflows' base), workflow_views.py.
+class Store(StrayHandBack, SupervisorRegistry, WorkflowStore, WorkflowViews):
     # What names this database for wake-ups (see doorbell.py and wakeups/remote.py).
     bell_key: str | None = None
 

@@ -44,6 +44,23 @@ def assert_sane_row(row, workers, backend="mysql"):
     assert row["child_uss_mib"] <= row["child_rss_mib"]
 
 
+def interrupted(dsn, args, started, timeout):
+    """Run `prefork-queue bench ARGS` until started() is true, then Ctrl-C it: (its exit
+    code, stdout, stderr, what started() answered)."""
+    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=cli_env(dsn))
+    try:
+        seen = wait_until(started, timeout=timeout, message="the bench's scenario to start")
+        bench.send_signal(signal.SIGINT)
+        out, err = bench.communicate(timeout=120)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
+    return bench.returncode, out, err, seen
+
+
 def test_bench_reports_every_column_and_cleans_up(migrated, clean_db):
     result = run_cli("bench", "--workers", "2", "--jobs", "300", "--pickups", "10", "--json",
                      "--cross-host", dsn=migrated, timeout=300)
@@ -176,6 +193,56 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
         ["- " + name.replace("_", " ") for name in SCENARIOS]
 
 
+def test_bench_workflows_reports_the_group_and_the_chain_and_cleans_up(backend, db, request):
+    dsn = request.getfixturevalue("migrated" if backend == "mysql" else "sqlite_migrated")
+    result = run_cli("bench", "--workers", "2", "--jobs", "100", "--pickups", "2", "--workflows",
+                     "--group-size", "200", "--groups", "2", "--chain-steps", "30", "--json",
+                     dsn=dsn, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert_sane_row(report["rows"][0], 2, backend)   # the plain row as without --workflows
+    group, chain = report["workflows"]["group"], report["workflows"]["chain"]
+    assert (group["workers"], group["members"], group["groups"]) == (2, 200, 2)
+    assert group["jobs_per_s"] > 0 and group["plain_jobs_per_s"] > 0
+    assert group["ratio"] == pytest.approx(group["jobs_per_s"] / group["plain_jobs_per_s"])
+    assert group["enqueue_per_s"] > 0 and group["plain_enqueue_per_s"] > 0
+    # Each callback started after its last member was written done (never early), and
+    # the p50 is one of them.
+    assert len(group["callback_delays_ms"]) == 2 and min(group["callback_delays_ms"]) > 0
+    assert group["callback_delay_p50_ms"] in group["callback_delays_ms"]
+    assert (chain["workers"], chain["steps"]) == (2, 30) and chain["steps_per_s"] > 0
+    # Each step started after the one before it was written done.
+    assert 0 < chain["step_delay_p50_ms"] <= chain["step_delay_p99_ms"]
+    mysql = backend == "mysql"
+    for figures, key in ((group, "stmts_per_job"), (group, "plain_stmts_per_job"),
+                         (chain, "stmts_per_step")):
+        assert (figures[key] > 0) if mysql else (figures[key] is None), key
+    for phase in ("workflows: 200 plain jobs (1 of 2)", "workflows: a group of 200 (2 of 2)",
+                  "workflows: a chain of 30 steps"):
+        assert phase in result.stderr
+    section = " ".join(line.strip() for line in
+                       render_table(report).split("workflows, 2 workers")[1].split("\n\n")[0]
+                       .splitlines())
+    assert re.fullmatch(r", each against its reference in the same run: - group of 200 no-op "
+                        r"members and a callback, 2 groups: members [\d,]+ jobs/s = [\d.]+x 200 "
+                        r"plain jobs .* after its last member was written done\. Targets .*"
+                        r" - chain of 30 steps: [\d,.]+ steps/s; a step started [\d.]+ ms .*",
+                        section), section
+    assert db.scalar("SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE %s", ("bench-%",)) == 0
+    assert db.scalar("SELECT COUNT(*) FROM prefork_workflows") == 0
+    assert processes_of(report["queue"]) == []
+
+
+def test_ctrl_c_in_the_workflow_scenarios_removes_their_workflows(migrated, clean_db):
+    code, _, err, _ = interrupted(
+        migrated, ["--workers", "1", "--jobs", "20", "--pickups", "1", "--workflows",
+                   "--group-size", "20000", "--json"],
+        lambda: scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows"), 300)
+    assert code == 130 and "Traceback" not in err, err
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows") == 0
+
+
 def test_the_bulk_enqueues_reference_is_one_multi_row_insert():
     # PyMySQL folds an executemany into multi-row INSERTs only for VALUES of bare
     # placeholders: otherwise the reference would be a statement per row too.
@@ -183,21 +250,15 @@ def test_the_bulk_enqueues_reference_is_one_multi_row_insert():
 
 
 def test_ctrl_c_stops_the_bench_and_removes_its_rows_and_processes(migrated, clean_db):
-    bench = subprocess.Popen([sys.executable, "-m", "prefork", "bench", "--workers", "2",
-                              "--jobs", "20000", "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=cli_env(migrated))
-    try:
-        queue = wait_until(lambda: scalar(clean_db, "SELECT MIN(queue) FROM prefork_jobs"
-                                                    " WHERE queue LIKE 'bench-%%'"),
-                           timeout=60, message="the bench to enqueue its batch")
-        assert processes_of(queue), "the supervisor should be running"
-        bench.send_signal(signal.SIGINT)
-        out, err = bench.communicate(timeout=60)
-    finally:
-        if bench.poll() is None:
-            bench.kill()
-            bench.wait()
-    assert bench.returncode == 130, err
+    def running():
+        queue = scalar(clean_db, "SELECT MIN(queue) FROM prefork_jobs WHERE queue LIKE 'bench-%%'")
+        if queue:   # its batch enqueued
+            assert processes_of(queue), "the supervisor should be running"
+        return queue
+
+    code, out, err, queue = interrupted(migrated, ["--workers", "2", "--jobs", "20000", "--json"],
+                                        running, 60)
+    assert code == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert out == ""
     assert scalar(clean_db, SCRATCH_ROWS) == 0
@@ -243,10 +304,12 @@ def test_bench_refuses_bad_worker_counts_and_mysql_only_flags_on_sqlite(sqlite_m
         assert "Traceback" not in refused.stderr
     bad_rate = run_cli("bench", "--limits", "--rate", "5/x", dsn=sqlite_migrated)
     assert bad_rate.returncode == 2 and "invalid rate '5/x'" in bad_rate.stderr
+    no_groups = run_cli("bench", "--workflows", "--groups", "0", dsn=sqlite_migrated)
+    assert no_groups.returncode == 2 and "must be at least 1" in no_groups.stderr
     unknown = run_cli("bench", "--scale", "effects,fork", dsn=sqlite_migrated)
     assert unknown.returncode == 2 and "no such scale scenario: fork" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
     not_mysql = run_cli("bench", "--cluster-dsn", "sqlite:///other.db", dsn=sqlite_migrated)
     assert not_mysql.returncode == 2 and "scheme must be mysql://" in not_mysql.stderr
     assert "Traceback" not in (bad.stderr + mysql_only.stderr + bad_rate.stderr + unknown.stderr
-                               + not_mysql.stderr)
+                               + not_mysql.stderr + no_groups.stderr)

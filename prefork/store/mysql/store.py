@@ -44,10 +44,11 @@ from .server import Flavor
 from .strays import MySQLStrays
 from .session import connect
 from .wakeups import MySQLWakeups
+from .workflow_views import MySQLWorkflowViews
 
 
 class MySQLStore(MySQLLifeCycle, MySQLOperations, MySQLSchema, MySQLDashboard, MySQLLimits,
-                 MySQLCancel, MySQLWakeups, MySQLStrays, MySQLResults):
+                 MySQLCancel, MySQLWakeups, MySQLStrays, MySQLResults, MySQLWorkflowViews):
     """The store in the dialect that the `dialect` setting and the server choose:
     this class speaks the mariadb dialect; a store that connects to speak the
     mysql dialect becomes a PortableMySQLStore."""

@@ -75,11 +75,12 @@ from .queries import (
     placeholders,
 )
 from .wakeups import SQLiteWakeups
+from .workflow_views import SQLiteWorkflowViews
 from .workflows import SQLiteFlows
 
 
 class SQLiteStore(SQLiteLimits, SQLiteCancellation, SQLiteOperations, SQLiteDashboard,
-                  SQLiteWakeups, SQLiteResults, SQLiteMembers):
+                  SQLiteWakeups, SQLiteResults, SQLiteMembers, SQLiteWorkflowViews):
     def __init__(self, config: Config, create: bool = False) -> None:
         self.path = parse_dsn(config.dsn)
         self.busy_seconds = float(config.lock_wait_timeout)
