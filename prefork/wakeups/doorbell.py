@@ -15,12 +15,16 @@ its socket's: a directory, not a link, owned by us, no access for group or other
 Anyone of our uid may send a datagram, so a datagram is parsed strictly and one
 that is not exactly "<queue> <count>" is ignored.
 """
+import functools
 import hashlib
 import os
 import socket
 import stat
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from ..jobs import QUEUE_PATTERN
 
@@ -29,6 +33,13 @@ MAX_RING_COUNT = 10_000        # jobs one ring may announce: more wakes nobody m
 RINGS_PER_DRAIN = 256          # datagrams read per call: a flood cannot hold the loop
 MAX_COUNT_DIGITS = len(str(MAX_RING_COUNT))
 PRIVATE_MODE = 0o700
+# A producer lists a bell directory again when its modification time moved, and at
+# least this often whatever it says (a clock set back could hide a change).
+RELIST_SECONDS = 1.0
+# ... and trusts that time only once the directory has been left alone this long
+# before a listing: a bell made at once after the listing may be stamped with the
+# same time (a coarse clock, one-second stamps on some file systems).
+QUIET_NS = 2_000_000_000
 
 
 class BellUnavailable(Exception):
@@ -41,9 +52,14 @@ class BellUnavailable(Exception):
 
 
 def bell_directory(key: str) -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return _bell_directory(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir(),
+                           os.getuid(), key)
+
+
+@functools.lru_cache(maxsize=64)
+def _bell_directory(base: str, uid: int, key: str) -> str:
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-    return os.path.join(base, f"prefork-queue-{os.getuid()}", digest)
+    return os.path.join(base, f"prefork-queue-{uid}", digest)
 
 
 def private_directory(key: str, create: bool) -> str:
@@ -51,6 +67,11 @@ def private_directory(key: str, create: bool) -> str:
     create: make a missing level (0700) and take away group and other read access
     from one of ours that has it (left 0755 by older versions); without it, a missing
     level raises FileNotFoundError. BellUnavailable when a level is unsafe."""
+    return _checked_directory(key, create)[0]
+
+
+def _checked_directory(key: str, create: bool) -> tuple[str, os.stat_result]:
+    """private_directory()'s work: the leaf, and what lstat() said of it."""
     leaf = bell_directory(key)
     top = os.path.dirname(leaf)
     for path in (top, leaf):
@@ -59,11 +80,11 @@ def private_directory(key: str, create: bool) -> str:
                 os.mkdir(path, PRIVATE_MODE)
             except FileExistsError:
                 pass   # ours from an earlier run, or someone else's: the check tells
-        _check_private(path, tighten=create)
-    return leaf
+        info = _check_private(path, tighten=create)
+    return leaf, info
 
 
-def _check_private(path: str, tighten: bool) -> None:
+def _check_private(path: str, tighten: bool) -> os.stat_result:
     info = os.lstat(path)   # never follows a link: the link itself is refused
     mode = stat.S_IMODE(info.st_mode)
     if stat.S_ISLNK(info.st_mode):
@@ -78,6 +99,7 @@ def _check_private(path: str, tighten: bool) -> None:
         if not tighten:
             raise BellUnavailable(path, f"has mode {mode:04o}, not {PRIVATE_MODE:04o}")
         _tighten(path, info)
+    return info
 
 
 def _tighten(path: str, seen: os.stat_result) -> None:
@@ -169,17 +191,71 @@ class Doorbell:
 def ring(key: str, counts: Mapping[str, int]) -> None:
     """Tell this host's supervisors that jobs were enqueued: counts is {queue: jobs}.
     Rings nobody when the bell directory is missing or fails the check: a ring names
-    queues, and must not reach whoever else made that directory."""
+    queues, and must not reach whoever else made that directory. The directory is
+    checked at every ring; who listens in it is listed again only when it changed."""
     try:
-        directory = private_directory(key, create=False)
-        names = [name for name in os.listdir(directory) if name.endswith(".sock")]
+        directory, info = _checked_directory(key, create=False)
+        bells = _bells_in(directory, info)
     except (OSError, BellUnavailable):
         return  # nobody listens on this host, or nobody we trust
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        sock.setblocking(False)
-        for name in names:
-            for queue, jobs in counts.items():
-                try:
-                    sock.sendto(ring_datagram(queue, jobs), os.path.join(directory, name))
-                except OSError:
-                    pass  # a stale bell or a full queue: polling covers it
+    if not bells:
+        return
+    sock = _sender()
+    for bell in bells:
+        for queue, jobs in counts.items():
+            try:
+                sock.sendto(ring_datagram(queue, jobs), bell)
+            except OSError:
+                pass  # a stale bell or a full queue: polling covers it
+
+
+class _Listing(NamedTuple):
+    """The bells of a directory as a producer last listed them."""
+    seen: tuple[int, int, int]   # the directory's (st_dev, st_ino, st_mtime_ns) then
+    until: float                 # time.monotonic() from which it is listed again
+    bells: tuple[str, ...]       # the paths of its sockets
+
+
+_listings: dict[str, _Listing] = {}   # bell directory -> its last listing
+_sending: list[socket.socket] = []    # this process's socket that rings, once made
+_sending_lock = threading.Lock()
+
+
+def _bells_in(directory: str, info: os.stat_result) -> tuple[str, ...]:
+    """The sockets in the checked bell directory (info: its lstat), as last listed
+    while its modification time has not moved and the listing is recent and trusted
+    (RELIST_SECONDS, QUIET_NS); listed now otherwise."""
+    seen = (info.st_dev, info.st_ino, info.st_mtime_ns)
+    now = time.monotonic()
+    listed = _listings.get(directory)
+    if listed is not None and listed.seen == seen and now < listed.until:
+        return listed.bells
+    quiet = time.time_ns() - info.st_mtime_ns > QUIET_NS
+    bells = tuple(os.path.join(directory, name) for name in os.listdir(directory)
+                  if name.endswith(".sock"))
+    _listings[directory] = _Listing(seen, now + RELIST_SECONDS if quiet else now, bells)
+    return bells
+
+
+def _sender() -> socket.socket:
+    """The datagram socket this process rings with, made at its first ring."""
+    if not _sending:
+        with _sending_lock:
+            if not _sending:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                sock.setblocking(False)
+                _sending.append(sock)
+    return _sending[0]
+
+
+def _forget_sender() -> None:
+    """In a new child: the parent's socket is left to the parent (a lock another
+    thread held at the fork with it)."""
+    global _sending_lock
+    _sending_lock = threading.Lock()
+    for sock in _sending:
+        sock.close()
+    _sending.clear()
+
+
+os.register_at_fork(after_in_child=_forget_sender)
