@@ -27,8 +27,8 @@ def noop(payload: dict[str, Any]) -> None:
 
 
 def huey(db: Database) -> Enqueue:
-    from huey.contrib.sql_huey import SqlHuey
-    from peewee import MySQLDatabase
+    from huey.contrib.sql_huey import SqlHuey  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from peewee import MySQLDatabase  # type: ignore[import-untyped, import-not-found, unused-ignore]
     queue = SqlHuey("prefork-bench", database=MySQLDatabase(
         db["database"], host=db["host"], port=db["port"], user=db["user"],
         password=db["password"] or ""))
@@ -39,7 +39,7 @@ def django_q2(db: Database) -> Enqueue:
     # Its INFO line per enqueue left out: the peer's own time, not its log's, is measured.
     _django(db, ["django_q"], Q_CLUSTER={"name": "prefork-bench", "orm": "default",
                                          "log_level": "WARNING"})
-    from django_q.tasks import async_task
+    from django_q.tasks import async_task  # type: ignore[import-untyped, import-not-found, unused-ignore]
     return lambda payload: async_task(NOOP_TASK, payload)
 
 
@@ -51,7 +51,7 @@ def django_tasks_db(db: Database) -> Enqueue:
 
 
 def celery(db: Database) -> Enqueue:
-    from celery import Celery
+    from celery import Celery  # type: ignore[import-untyped, import-not-found, unused-ignore]
     app = Celery("prefork-bench", broker=f"sqla+{_url(db)}")
     return app.task(name=NOOP_TASK)(noop).delay
 
@@ -69,9 +69,9 @@ def installed() -> list[str]:
 
 def _django(db: Database, apps: list[str], **settings: Any) -> None:
     """Django configured on the scratch database, its apps' tables migrated."""
-    import django
-    from django.conf import settings as django_settings
-    from django.core.management import call_command
+    import django  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from django.conf import settings as django_settings  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from django.core.management import call_command  # type: ignore[import-untyped, import-not-found, unused-ignore]
     django_settings.configure(
         DATABASES={"default": {"ENGINE": "django.db.backends.mysql", "NAME": db["database"],
                                "HOST": db["host"], "PORT": db["port"], "USER": db["user"],

@@ -33,10 +33,10 @@ MAX_RING_COUNT = 10_000        # jobs one ring may announce: more wakes nobody m
 RINGS_PER_DRAIN = 256          # datagrams read per call: a flood cannot hold the loop
 MAX_COUNT_DIGITS = len(str(MAX_RING_COUNT))
 PRIVATE_MODE = 0o700
-# A producer lists a bell directory again when its modification time moved, and at
-# least this often whatever it says (a clock set back could hide a change).
+# A producer checks and lists a bell directory again when its times moved, and at
+# least this often whatever they say (a clock set back could hide a change).
 RELIST_SECONDS = 1.0
-# ... and trusts that time only once the directory has been left alone this long
+# ... and trusts those times only once the directory has been left alone this long
 # before a listing: a bell made at once after the listing may be stamped with the
 # same time (a coarse clock, one-second stamps on some file systems).
 QUIET_NS = 2_000_000_000
@@ -191,11 +191,9 @@ class Doorbell:
 def ring(key: str, counts: Mapping[str, int]) -> None:
     """Tell this host's supervisors that jobs were enqueued: counts is {queue: jobs}.
     Rings nobody when the bell directory is missing or fails the check: a ring names
-    queues, and must not reach whoever else made that directory. The directory is
-    checked at every ring; who listens in it is listed again only when it changed."""
+    queues, and must not reach whoever else made that directory."""
     try:
-        directory, info = _checked_directory(key, create=False)
-        bells = _bells_in(directory, info)
+        bells = _bells(key)
     except (OSError, BellUnavailable):
         return  # nobody listens on this host, or nobody we trust
     if not bells:
@@ -210,10 +208,10 @@ def ring(key: str, counts: Mapping[str, int]) -> None:
 
 
 class _Listing(NamedTuple):
-    """The bells of a directory as a producer last listed them."""
-    seen: tuple[int, int, int]   # the directory's (st_dev, st_ino, st_mtime_ns) then
-    until: float                 # time.monotonic() from which it is listed again
-    bells: tuple[str, ...]       # the paths of its sockets
+    """The bells of a checked directory as a producer last listed them."""
+    seen: tuple[int, ...]    # what lstat() said of the directory then (_seen())
+    until: float             # time.monotonic() from which it is checked and listed again
+    bells: tuple[str, ...]   # the paths of its sockets
 
 
 _listings: dict[str, _Listing] = {}   # bell directory -> its last listing
@@ -221,20 +219,31 @@ _sending: list[socket.socket] = []    # this process's socket that rings, once m
 _sending_lock = threading.Lock()
 
 
-def _bells_in(directory: str, info: os.stat_result) -> tuple[str, ...]:
-    """The sockets in the checked bell directory (info: its lstat), as last listed
-    while its modification time has not moved and the listing is recent and trusted
-    (RELIST_SECONDS, QUIET_NS); listed now otherwise."""
-    seen = (info.st_dev, info.st_ino, info.st_mtime_ns)
-    now = time.monotonic()
+def _bells(key: str) -> tuple[str, ...]:
+    """The sockets in the bell directory of `key`, as last checked and listed while
+    lstat() says the same of the directory and the listing is recent and trusted
+    (RELIST_SECONDS, QUIET_NS); checked (both levels) and listed now otherwise.
+
+    One lstat() of the leaf stands for the check of both levels: the same inode,
+    owner, mode and change time is the directory we checked, still in our top level
+    (a directory has one parent, and only we may move what our 0700 level holds);
+    a bell made or removed in it moves its change and modification times."""
+    directory = bell_directory(key)
     listed = _listings.get(directory)
-    if listed is not None and listed.seen == seen and now < listed.until:
+    now = time.monotonic()
+    if listed is not None and now < listed.until and _seen(os.lstat(directory)) == listed.seen:
         return listed.bells
-    quiet = time.time_ns() - info.st_mtime_ns > QUIET_NS
+    directory, info = _checked_directory(key, create=False)
+    quiet = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > QUIET_NS
     bells = tuple(os.path.join(directory, name) for name in os.listdir(directory)
                   if name.endswith(".sock"))
-    _listings[directory] = _Listing(seen, now + RELIST_SECONDS if quiet else now, bells)
+    _listings[directory] = _Listing(_seen(info), now + RELIST_SECONDS if quiet else now, bells)
     return bells
+
+
+def _seen(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_uid, info.st_mode, info.st_mtime_ns,
+            info.st_ctime_ns)
 
 
 def _sender() -> socket.socket:
