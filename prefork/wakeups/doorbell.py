@@ -209,7 +209,8 @@ def ring(key: str, counts: Mapping[str, int]) -> None:
 
 class _Listing(NamedTuple):
     """The bells of a checked directory as a producer last listed them."""
-    seen: tuple[int, ...]    # what lstat() said of the directory then (_seen())
+    watched: str             # the directory, or the level above that lacks it (none then)
+    seen: tuple[int, ...]    # what lstat() said of `watched` then (_seen())
     until: float             # time.monotonic() from which it is checked and listed again
     bells: tuple[str, ...]   # the paths of its sockets
 
@@ -221,27 +222,39 @@ _sending_lock = threading.Lock()
 
 def _bells(key: str) -> tuple[str, ...]:
     """The sockets in the bell directory of `key`, as last checked and listed while
-    lstat() says the same of the directory and the listing is recent and trusted
+    lstat() says the same of what was watched and the listing is recent and trusted
     (RELIST_SECONDS, QUIET_NS); checked (both levels) and listed now otherwise.
 
     One lstat() of the leaf stands for the check of both levels: the same inode,
     owner, mode and change time is the directory we checked, still in our top level
     (a directory has one parent, and only we may move what our 0700 level holds);
-    a bell made or removed in it moves its change and modification times."""
+    a bell made or removed in it moves its change and modification times. Where
+    the directory is missing (no supervisor on this host), the level above it is
+    watched: making the directory moves that one's times."""
     directory = bell_directory(key)
     listed = _listings.get(directory)
     now = time.monotonic()
-    if listed is not None and now < listed.until and _seen(os.lstat(directory)) == listed.seen:
+    if listed is not None and now < listed.until and _seen(listed.watched) == listed.seen:
         return listed.bells
-    directory, info = _checked_directory(key, create=False)
+    bells: tuple[str, ...] = ()
+    try:
+        watched, info = _checked_directory(key, create=False)
+        bells = tuple(os.path.join(watched, name) for name in os.listdir(watched)
+                      if name.endswith(".sock"))
+    except FileNotFoundError as exc:
+        watched = os.path.dirname(exc.filename or directory)
+        info = os.lstat(watched)
     quiet = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > QUIET_NS
-    bells = tuple(os.path.join(directory, name) for name in os.listdir(directory)
-                  if name.endswith(".sock"))
-    _listings[directory] = _Listing(_seen(info), now + RELIST_SECONDS if quiet else now, bells)
+    _listings[directory] = _Listing(watched, _info_seen(info),
+                                    now + RELIST_SECONDS if quiet else now, bells)
     return bells
 
 
-def _seen(info: os.stat_result) -> tuple[int, ...]:
+def _seen(path: str) -> tuple[int, ...]:
+    return _info_seen(os.lstat(path))
+
+
+def _info_seen(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_uid, info.st_mode, info.st_mtime_ns,
             info.st_ctime_ns)
 

@@ -88,6 +88,20 @@ def test_a_bell_made_after_the_listing_is_rung_at_once(bell_base):
         first.close()
 
 
+def test_a_bell_made_where_there_was_no_directory_is_rung_at_once(bell_base):
+    """A producer on a host where no supervisor ran yet remembers that nobody listens,
+    until the directory that was missing is made: the first supervisor's bell."""
+    key = "test/listing-no-directory"
+    time.sleep(doorbell.QUIET_NS / 1e9 + 0.2)   # the base left alone: "nobody" is kept
+    doorbell.ring(key, {"mail": 1})
+    bell = Doorbell(key)
+    try:
+        doorbell.ring(key, {"mail": 2})
+        assert wait_until(bell.rings, message="the first bell's ring") == {"mail": 2}
+    finally:
+        bell.close()
+
+
 def test_a_directory_replaced_after_the_listing_gets_no_ring(bell_base):
     """A kept listing is used only for the directory it was made of: one put in its
     place (open to all, as another local user could leave it) is checked, and refused."""
