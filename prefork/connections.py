@@ -35,6 +35,11 @@ class Backend(Protocol):
     def queue_schema_named(self, conn: Any) -> AbstractContextManager[None]: ...
 
 
+# The backend of each class of DB-API connection met so far: a class's backend never
+# changes, and enqueue() is called with the same one again and again.
+_KNOWN: dict[type, Backend] = {}
+
+
 def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
     """For enqueue() and cancel(): the backend and the DB-API connection of `conn`'s
     transaction. A SQLAlchemy Session or Connection not in one begins it, as its own
@@ -88,11 +93,6 @@ def backend_for(conn: Any, caller: str = "prefork.enqueue()") -> tuple[Backend, 
                     f"{', '.join(driver.name for driver in DRIVERS)} or sqlite3, or a "
                     f"SQLAlchemy Session or Connection on one of them; got a "
                     f"{_type_name(conn)}")
-
-
-# The backend of each class of DB-API connection met so far: a class's backend never
-# changes, and enqueue() is called with the same one again and again.
-_KNOWN: dict[type, Backend] = {}
 
 
 def _type_name(value: Any) -> str:

@@ -14,6 +14,10 @@ folder), so each level of ours is checked before it is used, as ssh-agent checks
 its socket's: a directory, not a link, owned by us, no access for group or other.
 Anyone of our uid may send a datagram, so a datagram is parsed strictly and one
 that is not exactly "<queue> <count>" is ignored.
+
+A producer rings at every enqueue, so it keeps what it can between rings: one
+socket to send with, and the bells it listed in a directory it checked, for as
+long as one lstat() says that directory is as it was (_bells()).
 """
 import functools
 import hashlib
