@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import weakref
-from contextlib import closing
+from contextlib import AbstractContextManager, closing, nullcontext
 from datetime import datetime
 from typing import Any, Callable, Iterable, TypeVar, cast
 
@@ -145,6 +145,9 @@ class Client:
         self.config = config.replace(dsn=dsn) if dsn else config
         self._lock = threading.Lock()
         self._store: Store | None = None
+        # How its backend names a database without the queue schema (NoQueueDatabase):
+        # looked up when the connection opens, not at every call.
+        self._schema_named: Callable[[Any], AbstractContextManager[Any]] = nullcontext
         self._last_used = 0.0   # time.monotonic() of the last call on the connection
         _LIVE_CLIENTS.add(self)
 
@@ -265,10 +268,12 @@ class Client:
                 self._store = None
             if self._store is None:
                 self._store = open_store(self.config)
+                self._schema_named = connections.backend_for(
+                    cast(Any, self._store).conn)[0].queue_schema_named
             store = self._store
             conn = cast(Any, store).conn   # the driver's: its errors name the database
             try:
-                with connections.backend_for(conn)[0].queue_schema_named(conn):
+                with self._schema_named(conn):
                     return action(store)
             except driver_errors():
                 self._store = None

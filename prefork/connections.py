@@ -37,11 +37,19 @@ class Backend(Protocol):
     def flows_on(self, cursor: Any) -> Any: ...   # store/flows.py's Flows, on the cursor
 
 
+# The backend of each class of DB-API connection met so far: a class's backend never
+# changes, and enqueue() is called with the same one again and again.
+_KNOWN: dict[type, Backend] = {}
+
+
 def in_transaction(conn: Any, caller: str) -> tuple[Backend, Any]:
     """For enqueue() and cancel(): the backend and the DB-API connection of `conn`'s
     transaction. A SQLAlchemy Session or Connection not in one begins it, as its own
     execute() would, so that its commit() commits the change and its rollback() takes
     it back."""
+    known = _KNOWN.get(type(conn))
+    if known is not None:   # a DB-API connection met before: no SQLAlchemy to look for
+        return known, conn
     if isinstance(conn, _sqlalchemy_sessions()):
         conn = conn.connection()   # the session's, its transaction begun if need be
     if isinstance(conn, _sqlalchemy_connection()):
@@ -70,13 +78,18 @@ def outside_transaction(conn: Any, caller: str) -> Iterator[tuple[Backend, Any]]
 def backend_for(conn: Any, caller: str = "prefork.enqueue()") -> tuple[Backend, Any]:
     """The backend for the DB-API connection `conn`, and `conn`; a TypeError naming
     what is accepted for anything else (under SQLAlchemy: naming its DB-API connection)."""
+    known = _KNOWN.get(type(conn))
+    if known is not None:
+        return known, conn
     sqlite_connection = _loaded("sqlite3", "Connection")
     if sqlite_connection is not None and isinstance(conn, sqlite_connection):
         from .store.sqlite import store as sqlite_backend
+        _KNOWN[type(conn)] = sqlite_backend
         return sqlite_backend, conn
     from .store.mysql.drivers import DRIVERS, driver_of
     driver = driver_of(conn)
     if driver is not None:
+        _KNOWN[type(conn)] = driver
         return driver, conn
     raise TypeError(f"{caller} takes a DB-API connection of "
                     f"{', '.join(driver.name for driver in DRIVERS)} or sqlite3, or a "

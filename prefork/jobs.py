@@ -31,6 +31,8 @@ JSON_BRACKET = re.compile(r"[\[\]{}]")
 PRIORITY_RANGE = (-32768, 32767)
 MAX_DELAY = 100 * 366 * 86400      # seconds; also keeps available_at inside DATETIME
 MAX_ATTEMPTS_LIMIT = 2 ** 32 - 1   # the column is INT UNSIGNED
+# The payload's encoder, made once: json.dumps() with these options builds one per call.
+PAYLOAD_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 # What enqueue() takes as a payload: a dict, or its JSON text. Stored as JSON text.
 Payload = dict[str, Any] | str | bytes | None
@@ -210,7 +212,7 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
     if not isinstance(payload, dict):
         raise UserError("payload must be a JSON object")
     try:
-        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = PAYLOAD_ENCODER.encode(payload)
     except RecursionError:
         raise UserError(TOO_DEEP_TO_ENQUEUE) from None
     except (TypeError, ValueError) as exc:
@@ -218,7 +220,8 @@ def encode_payload(payload: Payload, max_bytes: int) -> str:
     if _keys_collide(payload):
         raise UserError("payload is not JSON-serializable: two keys of one object are one "
                         "key in JSON (as 1 and \"1\" are), and a reader would keep one value")
-    size = len(_utf8(text, "payload"))
+    # ASCII text is its own UTF-8 (and holds no surrogate): no copy to count its bytes.
+    size = len(text) if text.isascii() else len(_utf8(text, "payload"))
     if size > max_bytes:
         raise UserError(f"payload is {size} bytes, over the limit of {max_bytes} (max_payload_bytes)")
     # Every opening bracket, strings included, bounds the depth from above at the cost

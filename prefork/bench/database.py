@@ -64,6 +64,15 @@ class BenchDatabase:
         """Create (present=True) or drop the effects scenario's table (MySQL only)."""
         self.sql.bench_effects_table(self.store, present)
 
+    @property
+    def peers_database_name(self):
+        """Where the enqueue_one row's peers keep their tables (MySQL only)."""
+        return self.sql.PEERS_DATABASE
+
+    def peers_database(self, present):
+        """Create (present=True) or drop the peers' scratch database (MySQL only)."""
+        self.sql.bench_peers_database(self.store, present)
+
     def effects_written(self):
         return self.sql.bench_effects_written(self.store)
 

@@ -283,6 +283,8 @@ class Bench:
                     db.delete_queue(queue)
                 if self.plan.scale:   # the effects scenario's table
                     db.effects_table(False)
+                if "enqueue_one" in self.plan.scale:   # its peers' scratch database
+                    db.peers_database(False)
                 if self.plan.limits:   # the limit scenarios' rules and groups
                     db.delete_limits(LIMITED_TYPES, self.queue)
                 if self.plan.workflows:   # the workflow scenarios' workflows

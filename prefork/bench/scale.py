@@ -19,7 +19,9 @@ Each scenario is a row of figures against a reference measured in the same run
   connections (each its own process: BEGIN; INSERT; COMMIT in a loop) over
   EFFECTS_WINDOW seconds; the bench creates the table and drops it afterwards;
 - bulk enqueue: Store.enqueue_many of `jobs` jobs against a bare multi-row
-  INSERT of the same rows (no supervisor running).
+  INSERT of the same rows (no supervisor running);
+- enqueue one: Client.enqueue in a loop against the fastest installed peer's
+  one-job enqueue (enqueue_one.py; no supervisor running).
 
 Every scratch queue's name starts with the bench's scratch queue (scale_queues()),
 so the bench deletes them afterwards."""
@@ -33,6 +35,7 @@ from ..jobs import new_job
 from ..store.mysql.bench import commit_loop
 from ..progress import Progress
 from .database import BenchDatabase
+from .enqueue_one import EnqueueOne, enqueue_calls
 from .jobs import EFFECT, SLEEP
 from .measure import (
     FINISH_POLL,
@@ -76,7 +79,8 @@ class ScalePlan:
         jobs = {"many_queues": 2 * self.jobs, "many_workers": 2 * self.jobs,
                 "many_supervisors": 2 * self.jobs, "slow_jobs": self.slow_jobs,
                 "slow_jobs_1s": self.long_jobs, "fork_per_job": self.slow_jobs,
-                "delayed": 2 * self.jobs, "effects": self.jobs, "bulk_enqueue": 0}
+                "delayed": 2 * self.jobs, "effects": self.jobs, "bulk_enqueue": 0,
+                "enqueue_one": 0}
         return sum(jobs[name] for name in self.scenarios)
 
     @property
@@ -122,7 +126,8 @@ class ScaleScenarios:
             "slow_jobs_1s": lambda: self.slow_jobs("slow_jobs_1s", LONG_SECONDS,
                                                    self.plan.long_jobs),
             "fork_per_job": self.fork_per_job, "delayed": self.delayed,
-            "effects": self.effects, "bulk_enqueue": self.bulk_enqueue}
+            "effects": self.effects, "bulk_enqueue": self.bulk_enqueue,
+            "enqueue_one": self.enqueue_one}
         return [scenarios[name]() for name in self.plan.scenarios]
 
     # -- the scenarios ----------------------------------------------------------------
@@ -244,6 +249,12 @@ class ScaleScenarios:
         return {"scenario": "bulk_enqueue", "workers": 0, "jobs": len(jobs),
                 "jobs_per_s": ours, "reference_jobs_per_s": bare, "ratio": ours / bare,
                 "stmts_per_job": None}
+
+    def enqueue_one(self) -> Dict[str, Any]:
+        queue = scale_queues(self.queue)[-1]   # nobody works it
+        return EnqueueOne(self.db, self.env, queue, enqueue_calls(self.plan.jobs),
+                          self.plan.payload_bytes, self.tmp / "enqueue-one.log",
+                          self.phase).run()
 
     # -- the parts --------------------------------------------------------------------
 

@@ -95,7 +95,9 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Also run the scale scenarios (MySQL only): 20 queues, 32 workers "
                             "against 8, 4 supervisors against 1, slow jobs, fork per job, "
                             "delayed jobs in the worked queue, effects, bulk enqueue against a "
-                            "bare multi-row INSERT; or only those named: "
+                            "bare multi-row INSERT, one-job enqueues against the fastest "
+                            "installed peer (huey, django-q2, django-tasks-db, Celery); or only "
+                            "those named: "
                             + ",".join(SCENARIO_NAMES) + ".")
     group.add_argument("--slow-jobs", type=whole_number, default=DEFAULT_SLOW_JOBS, metavar="N",
                        help="Jobs of the slow-jobs and fork-per-job scenarios of --scale "

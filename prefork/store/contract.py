@@ -96,7 +96,9 @@ class Store(StrayHandBack, SupervisorRegistry, WorkflowStore, WorkflowViews):
         host's through the doorbell, others' that listen over UDP (their addresses
         read from the registry at most every few seconds)."""
         if self.bell_key:
-            counts = Counter(job.queue for job in new_jobs)
+            # One job's counts without a Counter: a one-job enqueue rings at every call.
+            counts = {new_jobs[0].queue: 1} if len(new_jobs) == 1 else \
+                Counter(job.queue for job in new_jobs)
             doorbell.ring(self.bell_key, counts)
             remote.ring(remote.peers(self.bell_key, self.wakeup_peers), counts)
 

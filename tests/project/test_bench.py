@@ -15,7 +15,8 @@ import pymysql.cursors
 
 from prefork.bench.report import MYSQL_ONLY, ROW_KEYS, render_table
 from prefork.bench.scale_report import SCALE_KEYS, SCENARIOS
-from prefork.store.mysql.bench import BENCH_BARE_INSERT
+from prefork.bench.peers import PEERS
+from prefork.store.mysql.bench import BENCH_BARE_INSERT, PEERS_DATABASE
 
 SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"
 
@@ -160,12 +161,13 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
     for name, row in rows.items():
         assert set(SCALE_KEYS) <= set(row), name
         assert row["jobs_per_s"] > 0 and row["target"] == SCENARIOS[name][2], name
-        if SCENARIOS[name][1] is None:   # fork per job: no reference
+        if SCENARIOS[name][1] is None or row.get("reference", "") is None:
+            # fork per job: no reference; enqueue one: no peer installed
             assert row["ratio"] is None and row["reference_jobs_per_s"] is None
         else:
             assert row["ratio"] == pytest.approx(row["jobs_per_s"] / row["reference_jobs_per_s"])
     assert [rows[name]["jobs"] for name in SCENARIOS] == [200, 200, 200, 24, 8, 24, 200, 200,
-                                                          200]
+                                                          200, 200]
     assert (rows["many_workers"]["workers"], rows["many_supervisors"]["supervisors"]) == (32, 4)
     assert rows["slow_jobs"]["reference_jobs_per_s"] == pytest.approx(8 / 0.05)
     assert rows["slow_jobs_1s"]["reference_jobs_per_s"] == pytest.approx(8 / 1.0)
@@ -241,6 +243,39 @@ def test_ctrl_c_in_the_workflow_scenarios_removes_their_workflows(migrated, clea
     assert code == 130 and "Traceback" not in err, err
     assert scalar(clean_db, SCRATCH_ROWS) == 0
     assert scalar(clean_db, "SELECT COUNT(*) FROM prefork_workflows") == 0
+
+
+def test_bench_enqueue_one_names_ours_each_installed_peer_and_the_fastest(migrated, clean_db):
+    """The shape of the row (never its speed): ours, and each peer measured, failed
+    with its reason, or not installed; the fastest measured one is the reference."""
+    result = run_cli("bench", "--workers", "1", "--jobs", "30", "--pickups", "2", "--scale",
+                     "enqueue_one", "--json", dsn=migrated, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    [row] = report["scale"]
+    assert (row["scenario"], row["jobs"], row["target"]) == ("enqueue_one", 30, ">= 1.5x")
+    assert row["jobs_per_s"] > 0 and row["client_cpu_us_per_call"] > 0
+    assert row["stmts_per_job"] >= 1   # the INSERT (server-wide: others' too)
+    assert len(row["ours_rounds"]) == row["rounds"] == 3
+    names = [peer["name"] for peer in row["peers"]]
+    assert names == [name for name in PEERS if name in names]   # in PEERS' order
+    assert sorted(names + row["peers_not_installed"]) == sorted(PEERS)
+    timed = [peer for peer in row["peers"] if "error" not in peer]
+    for peer in timed:
+        assert peer["jobs_per_s"] > 0 and peer["client_cpu_us_per_call"] > 0, peer
+    if timed:
+        fastest = max(timed, key=lambda peer: peer["jobs_per_s"])
+        assert (row["reference"], row["reference_jobs_per_s"]) == \
+            (fastest["name"], fastest["jobs_per_s"])
+        assert row["ratio"] == pytest.approx(row["jobs_per_s"] / fastest["jobs_per_s"])
+    else:
+        assert row["reference"] is None and row["ratio"] is None
+    line = render_table(report).split("scale (--scale)")[1]
+    assert re.search(r"- enqueue one: Client.enqueue in a loop, 30 jobs: [\d,]+ jobs/s, [\d,]+ "
+                     r"us\s+client\s+CPU/call", line), line
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert scalar(clean_db, "SELECT COUNT(*) FROM information_schema.schemata"
+                            " WHERE schema_name = %s", (PEERS_DATABASE,)) == 0
 
 
 def test_the_bulk_enqueues_reference_is_one_multi_row_insert():

@@ -14,6 +14,8 @@ import pymysql
 
 from ...config import Config
 from ...jobs import NewJob, utc_now
+from .bench_peers import PEERS_DATABASE as PEERS_DATABASE   # the bench reads them here
+from .bench_peers import bench_peers_database as bench_peers_database
 from .queries import placeholders
 from .session import DEADLOCK_CODES, error_code, micros
 from .store import MySQLStore
