@@ -17,9 +17,11 @@ def test_a_chain_and_a_group_of_tasks_run_in_order_and_read_back(project):
     # Committed: the ready ones are ready, the ones that wait for others wait.
     charge_id, ship_id = chain["job_ids"]
     *record_ids, tally_id = group["job_ids"]
-    assert _job_status(project, ship_id) == "waiting"
-    assert _job_status(project, tally_id) == "waiting"
-    assert _job_status(project, charge_id) == "ready"
+    shown = _shown(project, ship_id)
+    assert shown["status"] == "waiting"
+    assert shown["workflow"] == f"step 1 of chain {chain['id']}"
+    assert _shown(project, tally_id)["status"] == "waiting"
+    assert _shown(project, charge_id)["status"] == "ready"
     enqueued_signals = {line["id"] for line in project.signals()
                         if line["signal"] == "task_enqueued"}
     assert enqueued_signals == {*chain["job_ids"], *group["job_ids"]}
@@ -74,10 +76,10 @@ def test_a_rollback_enqueues_nothing(project):
     assert project.pq("orders") == []
 
 
-def _job_status(project, job_id):
+def _shown(project, job_id):
     shown = project.cli("show", job_id)
     assert shown.returncode == 0, shown.stderr
-    return json.loads(shown.stdout)["status"]
+    return json.loads(shown.stdout)
 
 
 def _workflow(project, workflow_id):
@@ -87,3 +89,31 @@ def _workflow(project, workflow_id):
         found = json.loads(shown.stdout)
         return found if found["state"] != "running" else None
     return wait_until(ended, timeout=60, interval=0.2, message=f"workflow {workflow_id} ended")
+
+
+_REFUSED = """
+import json, prefork
+from datetime import timedelta
+from django.utils import timezone
+from prefork.contrib.django import job
+from prefork.errors import UserError
+from shop import tasks
+later = tasks.charge.using(run_after=timezone.now() + timedelta(hours=1))
+refused = []
+for make in (lambda: job(later, 1), lambda: job(print, 1), lambda: job(tasks.charge, object())):
+    try:
+        make()
+    except (UserError, TypeError) as exc:
+        refused.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps(refused))
+"""
+
+
+def test_steps_a_workflow_cannot_run_are_refused_when_made(project):
+    done = project.manage("shell", "-c", _REFUSED)
+    refused = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(refused) == 3, refused
+    assert refused[0].startswith("UserError: task shop.tasks.charge has a run_after")
+    assert refused[1] == ("UserError: a workflow's task is a Django Task (made with @task), "
+                          "not builtin_function_or_method")
+    assert refused[2].startswith("TypeError")   # the framework's own check of arguments
