@@ -48,10 +48,16 @@ def test_a_chain_and_a_group_of_tasks_run_in_order_and_read_back(project):
         assert progress["state"] == "done", progress
 
 
-def test_the_same_key_enqueues_the_group_once(project):
+def test_the_same_key_enqueues_the_group_once_and_announces_it_once(project):
     first = project.pq("workflow", "one")
+    signals = len(project.signals())
     again = project.manage("shell", "-c", _SAME_KEY.format(order=first["order"]))
-    assert json.loads(again.stdout.strip().splitlines()[-1]) == first["group"]["id"]
+    shown = json.loads(again.stdout.strip().splitlines()[-1])
+    group = first["group"]
+    # Its jobs as they are (read back: the record("x") of this call was not written).
+    assert shown == {"id": group["id"], "job_ids": group["job_ids"],
+                     "args": [["a"], ["b"], ["c"], []]}
+    assert len(project.signals()) == signals   # no task_enqueued for what was not enqueued
 
 
 _SAME_KEY = """
@@ -60,7 +66,8 @@ from prefork.contrib.django import enqueue_workflow, job
 from shop import tasks
 again = enqueue_workflow(prefork.group([job(tasks.record, "x")], then=job(tasks.tally)),
                          key="tally-{order}")
-print(json.dumps(again.id))
+print(json.dumps({{"id": again.id, "job_ids": [str(i) for i in again.job_ids],
+                  "args": [result.args for result in again.results]}}))
 """
 
 

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from ...errors import UserError
 from ...workflows.api import enqueue_workflow as enqueue_plain
 from ...workflows.spec import Chain, Flow, Group, JobSpec, Step, job as plain_job
-from . import compat, enqueued
+from . import compat, results
 from .backend import announce
 
 
@@ -30,8 +30,8 @@ from .backend import announce
 class TaskSpec(JobSpec):
     """A Django task's job in a workflow (job() makes it): its TaskResult, READY and
     without an id until the workflow is enqueued, and the database it goes to."""
-    result: Any = None
-    database: str = ""
+    result: Any
+    database: str
 
 
 class EnqueuedTasks(NamedTuple):
@@ -46,8 +46,8 @@ class EnqueuedTasks(NamedTuple):
 def job(task: Any, /, *args: Any, **kwargs: Any) -> TaskSpec:
     """`task(*args, **kwargs)` as a step of a workflow, for prefork.chain() and
     prefork.group(): the job task.enqueue(*args, **kwargs) would write, on the task's
-    queue, with its priority and its backend's max_attempts. The workflow starts it,
-    so the task has no run_after. A one-line UserError for a task of another backend."""
+    queue, with its priority and its backend's max_attempts; its enqueued_at is now.
+    The workflow starts it, so the task has no run_after. A one-line UserError for a task of another backend."""
     if not isinstance(task, compat.Task):
         raise UserError(f"a workflow's task is a Django Task (made with @task), "
                         f"not {type(task).__name__}")
@@ -70,18 +70,46 @@ def enqueue_workflow(flow: Flow, *, key: str | None = None,
     prefork.job()s too) through Django's connection to their backends' database, inside
     the open transaction.atomic() (or one of its own): a rollback enqueues nothing, and
     task_enqueued is sent for each task once it commits. using: the Django database
-    (default: the one of the tasks' backends). key: as prefork.enqueue_workflow()'s."""
+    (default: the one of the tasks' backends). key: as prefork.enqueue_workflow()'s;
+    a repeated key enqueues nothing and sends nothing: the results are then the
+    workflow's as get_result() reads them."""
     from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
     listed = list(_jobs_of(flow))
     database = _database_of(listed, using)
     with transaction.atomic(using=database):
         raw = connections[database].connection   # atomic() has connected it
         made = enqueue_plain(raw, flow, key=key)
-        results = [_with_id(spec.result, job_id) if isinstance(spec, TaskSpec) else None
-                   for spec, job_id in zip(listed, made.job_ids)]
+        pairs = list(zip(listed, made.job_ids))
+        aliases = sorted({spec.result.backend for spec in listed if isinstance(spec, TaskSpec)})
+        if key is not None and not _written_now(database, aliases, pairs):
+            return EnqueuedTasks(made.id, made.job_ids,
+                                 [_read(database, aliases, job_id) for job_id in made.job_ids])
+        made_now = [_with_id(spec.result, job_id) if isinstance(spec, TaskSpec) else None
+                    for spec, job_id in pairs]
         announce(database, raw, [spec.new_job.queue for spec in listed],
-                 [result for result in results if result is not None])
-    return EnqueuedTasks(made.id, made.job_ids, results)
+                 [result for result in made_now if result is not None])
+    return EnqueuedTasks(made.id, made.job_ids, made_now)
+
+
+def _written_now(database: str, aliases: list[str], pairs: list[tuple[JobSpec, int]]) -> bool:
+    """Whether the jobs are this call's, not those of a workflow its key named: the
+    first task's job holds this call's enqueued_at (job() stamps it to the microsecond)."""
+    for spec, job_id in pairs:
+        if isinstance(spec, TaskSpec):
+            found = _read(database, aliases, job_id)
+            return found is not None and found.enqueued_at == spec.result.enqueued_at
+    return True   # no task: nothing to announce either way
+
+
+def _read(database: str, aliases: list[str], job_id: int) -> Any:
+    """The TaskResult of a job as get_result() reads it through the alias that enqueued
+    it (None: no task of those aliases)."""
+    for alias in aliases:
+        try:
+            return results.read(alias, database, str(job_id))
+        except compat.TaskResultDoesNotExist:
+            continue
+    return None
 
 
 def _jobs_of(step: Step) -> Iterator[JobSpec]:
