@@ -55,6 +55,20 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         """Write the task's job in the open transaction of the backend's database (idle
         workers of this host are woken once it commits); its result, READY."""
         from django.db import connections, transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
+        result, payload = self.prepared(task, args, kwargs)
+        with transaction.atomic(using=self.database):
+            raw = connections[self.database].connection   # atomic() has connected it
+            job_id = client.enqueue(
+                raw, task.module_path, payload,
+                run_at=enqueued.naive_utc(task.run_after) if task.run_after else None,
+                **self.job_options(task))
+            object.__setattr__(result, "id", str(job_id))
+            announce(self.database, raw, [task.queue_name], [result])
+        return result
+
+    def prepared(self, task: Any, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """The task checked, its READY result (args and kwargs normalised as the framework
+        does, or its TypeError; no id yet) and its job's payload (enqueued.py)."""
         from django.utils import timezone  # type: ignore[import-untyped, import-not-found, unused-ignore]
         self.validate_task(task)
         enqueued_at = timezone.now()
@@ -66,21 +80,13 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
                 worker_ids=[])
         except RecursionError:   # the normalisation recurses: nested far past our limit
             raise UserError(TOO_DEEP_TO_ENQUEUE) from None
-        payload = enqueued.written(task, result.args, result.kwargs, self.alias, enqueued_at)
-        with transaction.atomic(using=self.database):
-            raw = connections[self.database].connection   # atomic() has connected it
-            job_id = client.enqueue(
-                raw, task.module_path, payload, queue=task.queue_name, priority=-task.priority,
-                run_at=enqueued.naive_utc(task.run_after) if task.run_after else None,
-                max_attempts=self.prefork_options.max_attempts)
-            object.__setattr__(result, "id", str(job_id))
-            # Once the job is public: ring, then tell task_enqueued's receivers (a
-            # rolled-back enqueue never happened, for them as for the workers).
-            transaction.on_commit(functools.partial(_ring, raw, task.queue_name),
-                                  using=self.database, robust=True)
-            transaction.on_commit(functools.partial(compat.task_enqueued.send, type(self),
-                                                    task_result=result), using=self.database)
-        return result
+        return result, enqueued.written(task, result.args, result.kwargs, self.alias,
+                                        enqueued_at)
+
+    def job_options(self, task: Any) -> dict[str, Any]:
+        """The task's job's queue, priority (Django's negated) and attempts."""
+        return {"queue": task.queue_name, "priority": -task.priority,
+                "max_attempts": self.prefork_options.max_attempts}
 
     def get_result(self, result_id: str) -> Any:
         """The task's result by id (the job id): its status, attempts, errors, times and
@@ -88,7 +94,21 @@ class TaskBackend(compat.BaseTaskBackend):  # type: ignore[misc]
         return results.read(self.alias, self.database, result_id)
 
 
+def announce(database: str, raw_connection: Any, queues: list[str], results: list[Any]
+             ) -> None:
+    """Once the open transaction on `database` commits and its jobs are public: ring
+    this host's idle workers of each queue, then send task_enqueued for each result (a
+    rolled-back enqueue never happened, for them as for the workers)."""
+    from django.db import transaction  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    for queue in dict.fromkeys(queues):
+        transaction.on_commit(functools.partial(_ring, raw_connection, queue),
+                              using=database, robust=True)
+    for result in results:
+        transaction.on_commit(functools.partial(compat.task_enqueued.send,
+                                                type(enqueued.backend_named(result.backend)),
+                                                task_result=result), using=database)
+
+
 def _ring(raw_connection: Any, queue: str) -> None:
     """After the commit: wake an idle worker of this host for the new job."""
     client.notify(raw_connection, queue)
-

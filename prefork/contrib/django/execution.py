@@ -18,6 +18,7 @@ from ...failures import ErrorDetail, ErrorWriter, class_path, kept_traceback
 from ...jobs import Job, utc_now
 from ...logs import current_host_pid
 from . import compat, enqueued
+from .context import context_of
 from .enqueued import aware
 from .options import Options
 
@@ -102,7 +103,7 @@ class Attempt:
 
     def call(self) -> Any:
         task, result = self.result.task, self.result
-        args = [compat.TaskContext(task_result=result), *result.args] \
+        args = [context_of(result, self.job), *result.args] \
             if task.takes_context else list(result.args)
         if inspect.iscoroutinefunction(task.func):
             return asyncio.run(task.func(*args, **result.kwargs))

@@ -61,3 +61,25 @@ def connection_id():
     with connection.cursor() as cursor:
         cursor.execute("SELECT CONNECTION_ID()")
         return cursor.fetchone()[0]
+
+
+@task
+def charge(order_id):
+    """A chain's first step: its return value is the next step's to read."""
+    Trace.objects.create(label=f"charge {order_id}", pid=os.getpid())
+    return {"order": order_id, "amount": 10 * order_id}
+
+
+@task(takes_context=True)
+def ship(context, order_id):
+    """A chain's second step: what the step before it returned."""
+    Trace.objects.create(label=f"ship {order_id}", pid=os.getpid())
+    return {"order": order_id,
+            "upstream": [[up.id, str(up.status), up.result] for up in context.upstream()]}
+
+
+@task(takes_context=True)
+def tally(context):
+    """A group's callback: its members' ids and return values, in the order listed."""
+    Trace.objects.create(label="tally", pid=os.getpid())
+    return [[up.id, str(up.status), up.result] for up in context.upstream()]

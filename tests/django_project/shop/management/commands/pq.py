@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+import prefork
+from prefork.contrib.django import enqueue_workflow, job
 from shop import tasks
 from shop.models import Order, Trace
 
@@ -32,6 +34,10 @@ class Command(BaseCommand):
                              help="enqueue the same call this many times (one process)")
         result = sub.add_parser("result")
         result.add_argument("id")
+        flow = sub.add_parser("workflow", help="a chain of an order's tasks and a group of "
+                              "three records with a callback, in one transaction")
+        flow.add_argument("name")
+        flow.add_argument("--rollback", action="store_true")
         sub.add_parser("orders")
         sub.add_parser("traces")
 
@@ -46,6 +52,26 @@ class Command(BaseCommand):
                 order = Order.objects.create(name=name)
                 found["id"] = tasks.mark_order.enqueue(order.id).id
                 found["order"] = order.id
+                if rollback:
+                    raise Rollback()
+        except Rollback:
+            pass
+        return found
+
+    def workflow(self, name, rollback, **_):
+        """An order saved and two workflows of its tasks enqueued in one transaction."""
+        found = {}
+        try:
+            with transaction.atomic():
+                order = Order.objects.create(name=name)
+                found["order"] = order.id
+                chain = enqueue_workflow(prefork.chain(job(tasks.charge, order.id),
+                                                       job(tasks.ship, order.id)))
+                group = enqueue_workflow(prefork.group(
+                    [job(tasks.record, label) for label in ("a", "b", "c")],
+                    then=job(tasks.tally)), key=f"tally-{order.id}")
+                found["chain"] = _enqueued(chain)
+                found["group"] = _enqueued(group)
                 if rollback:
                     raise Rollback()
         except Rollback:
@@ -83,6 +109,12 @@ class Command(BaseCommand):
     def traces(self, **_):
         return [{"label": trace.label, "pid": trace.pid, "connection_id": trace.connection_id}
                 for trace in Trace.objects.order_by("id")]
+
+
+def _enqueued(enqueued):
+    assert [result.id for result in enqueued.results] == [str(i) for i in enqueued.job_ids]
+    return {"id": enqueued.id, "job_ids": [str(i) for i in enqueued.job_ids],
+            "statuses": [str(result.status) for result in enqueued.results]}
 
 
 def _iso(moment):
