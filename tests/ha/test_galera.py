@@ -44,6 +44,7 @@ from prefork.store.mysql.session import is_contention
 
 FULL = os.environ.get("PREFORK_SOAK_FULL") == "1"
 SEQUENCES, STEPS = 30, 40
+COVER_ROUNDS = 4
 # A node applies the others' writes a moment after they commit: a read there may
 # not see yet what the previous step wrote through another node. The model
 # expects each step to see the last (it names the jobs a claim takes), so its
@@ -78,11 +79,13 @@ def test_store_contract_holds_with_stores_on_different_nodes(cluster):
             with store.conn.cursor() as cursor:
                 cursor.execute(CAUSAL_READS)
         tally = Tally()
-        run(stores, SEQUENCES, STEPS, tally)
         # As tests/store/test_store_model.py: random sequences may all miss a single
-        # completion under a live lease; a second round then must not.
-        if not (tally["claimed"] and tally["complete (one) ok"]):
+        # completion under a live lease (the more likely since workflows and batches
+        # share the steps), so rounds go on, at most COVER_ROUNDS, until one was seen.
+        for _ in range(COVER_ROUNDS):
             run(stores, SEQUENCES, STEPS, tally)
+            if tally["claimed"] and tally["complete (one) ok"]:
+                break
     assert tally["claimed"] and tally["complete (one) ok"], tally
 
 
