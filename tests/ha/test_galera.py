@@ -82,8 +82,10 @@ def test_store_contract_holds_with_stores_on_different_nodes(cluster):
         # As tests/store/test_store_model.py: random sequences may all miss a single
         # completion under a live lease (the more likely since workflows and batches
         # share the steps), so rounds go on, at most COVER_ROUNDS, until one was seen.
+        # Random ones each round: Hypothesis's CI profile would draw the same sequences
+        # every round, and those happen to miss it.
         for _ in range(COVER_ROUNDS):
-            run(stores, SEQUENCES, STEPS, tally)
+            run(stores, SEQUENCES, STEPS, tally, derandomize=False)
             if tally["claimed"] and tally["complete (one) ok"]:
                 break
     assert tally["claimed"] and tally["complete (one) ok"], tally
