@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from . import SupervisorView
 
 SAMPLE_INTERVAL = 15.0   # seconds between reads of the queue figures
+SAMPLE_RETRY = 1.0       # seconds before a read the database did not answer is tried again
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
                     float("inf"))
 # The job states a queue's figures count; delayed: ready, but not due yet.
@@ -189,8 +190,9 @@ class Metrics:
     def tick(self, now: float, view: "SupervisorView") -> None:
         self._count_workers(view)
         if now >= self.next_sample_at:
-            self.next_sample_at = now + SAMPLE_INTERVAL
-            self._sample_queues(view)
+            sampled = self._sample_queues(view)
+            # A read the database did not answer is tried again soon, not in 15 s.
+            self.next_sample_at = now + (SAMPLE_INTERVAL if sampled else SAMPLE_RETRY)
             self._sample_limits(view)
             self._sample_workflows(view)
 
@@ -205,10 +207,11 @@ class Metrics:
             self.in_progress.labels(*labels).set(count)
         self.running_labels = set(running)
 
-    def _sample_queues(self, view: "SupervisorView") -> None:
+    def _sample_queues(self, view: "SupervisorView") -> bool:
+        """Read the queue figures; False when the database did not answer."""
         stats = view.queue_stats(view.queues)
         if stats is None:
-            return   # the database is away: the figures stay, their timestamp tells their age
+            return False   # the database is away: the figures stay, their timestamp says their age
         for gone in self.sampled_queues - set(stats):
             self.oldest_ready.remove(gone)
             for state in QUEUE_STATES:
@@ -219,6 +222,7 @@ class Metrics:
             self.oldest_ready.labels(queue).set(figures["oldest_ready_age"])
         self.sampled_queues = set(stats)
         self.sampled_at.set(time.time())
+        return True
 
     def _sample_workflows(self, view: "SupervisorView") -> None:
         states = view.workflow_states()

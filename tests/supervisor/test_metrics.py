@@ -86,7 +86,11 @@ def test_metrics_count_what_the_supervisor_saw(started, sqlite_store):
     port = free_port()
     sup = started("--workers", "2", "--retry-base", "0.05", "--metrics-address",
                   f"127.0.0.1:{port}")
-    first = scrape_when(port, lambda m: m.value("prefork_workers_alive") == 2, "2 workers alive")
+    # The first read of the queue figures may come before the workers, or find the
+    # database busy (it is tried again a second later): wait for both.
+    first = scrape_when(port, lambda m: m.value("prefork_workers_alive") == 2
+                        and m.value("prefork_queue_sampled_timestamp_seconds"),
+                        "2 workers alive and the queue figures read")
     assert first.value("prefork_workers_target") == 2
     assert_queue_figures(first, ready=0, delayed=1, reserved=0, dead=1)
     assert_serving_from_the_parent_only(sup, port)
