@@ -136,24 +136,21 @@ class Upkeep:
         database is away."""
         if not queues:
             return {}
-        stats = self._with_store(lambda store: store.queue_stats(queues))
-        return None if stats is False else stats
+        return self.read(lambda store: store.queue_stats(queues))
 
     def cancel_requested(self) -> Optional[set[int]]:
         """Ids of our reserved jobs with a cancellation pending; None when the database
         is away."""
-        found = self._with_store(lambda store: store.cancel_requested(self.process_id))
-        return None if found is False else found
+        return self.read(lambda store: store.cancel_requested(self.process_id))
 
     def finish_cancelled(self, lease: Lease) -> Optional[bool]:
         """End a killed child's cancelled job as cancelled (store.finish_cancelled);
         None when the database is away."""
-        # In a tuple: the store's own False (the lease was lost) is no outage.
-        answer = self._with_store(lambda store: (store.finish_cancelled(lease),))
-        return None if answer is False else answer[0]
+        return self.read(lambda store: store.finish_cancelled(lease))
 
     def read(self, action: Callable[[Store], Result]) -> Optional[Result]:
-        """action(store), a read; None when the database is away."""
+        """action(store); None when the database is away. In a tuple on the way: a
+        store's own False (finish_cancelled's lost lease) is no outage."""
         answer = self._with_store(lambda store: (action(store),))
         return None if answer is False else answer[0]
 
