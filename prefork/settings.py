@@ -250,6 +250,11 @@ SETTINGS: list[Setting] = [
     Setting("hard_timeout", _non_negative_float, 0.0, "Seconds after which the supervisor kills "
             "the child running a job (0: none). Per type: @prefork.handler(..., hard_timeout=).",
             "supervisor", metavar="S"),
+    Setting("claimer", _choice("worker", "supervisor"), "worker", "Who claims the jobs: each "
+            "worker child for itself, or the supervisor for all its idle children in one "
+            "transaction, writing the completions they report with its next claim. Not with "
+            "limits declared, nor with max_items 1 (there the supervisor claims already).",
+            "supervisor"),
     Setting("max_items", _non_negative_int, 0, "Recycle a child after this many jobs (0: never; "
             "1: a fresh process per job).", "supervisor", metavar="N"),
     Setting("max_items_jitter", _non_negative_int, 0, "Add 0..N to each child's max_items so "
