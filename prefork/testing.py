@@ -134,6 +134,9 @@ class _Recorder:
     def saved(self, lost: Sequence[int]) -> None:
         pass
 
+    def returned(self, leases: Sequence[Lease]) -> bool:
+        return False
+
 
 class _InlineWorker(Worker):
     """The production loop; it also hands each handler's exception to the recorder."""

@@ -23,7 +23,7 @@ from ..jobs import Job, Lease, Outcome
 from ..logs import error_class, event
 from ..titles import set_title, worker_title
 from ..process_signals import BLOCKED_ACROSS_FORK, PARENT_ONLY_SIGNALS
-from ..settings import SETTINGS
+from ..settings import MAX_CLAIM_BATCH, SETTINGS
 from ..store import driver_errors, open_store
 from ..store.lazy import LazyStore
 from ..wakeups.waker import Waker
@@ -63,6 +63,9 @@ class ChildSpec:
     pulse: ParentPulse
     # The job the parent claimed for us (forked per job): run it, and nothing else.
     job: Optional[Job] = None
+    # The parent claims our jobs and hands them to us through wake_fd (claimer =
+    # supervisor): we claim none ourselves.
+    handed: bool = False
 
 
 def run_child(spec: ChildSpec) -> None:
@@ -100,13 +103,17 @@ def _child_main(spec: ChildSpec) -> int:
     _forget_secrets()
     started = time.monotonic()
     retire = RetirePolicy(spec.max_items, config.max_memory, config.min_lifetime, started)
-    pipe = PipeListener(spec.report_fd, title)
+    pipe = PipeListener(spec.report_fd, title, spec.handed)
     os.set_blocking(spec.control_fd, False)
-    cancels = CancelInbox(spec.control_fd)
-    worker = Worker(store, config, pipe, waker=Waker(extra_fd=spec.wake_fd),
+    cancels = CancelInbox(spec.control_fd, spec.handed)
+    waker = Waker(data_fd=spec.wake_fd) if spec.handed else Waker(extra_fd=spec.wake_fd)
+    worker = Worker(store, config, pipe, waker=waker,
                     idle_sleeps=(WAITING_REMINDER, WAITING_REMINDER), process_id=spec.process_id,
                     supervised=True, cancels=cancels)
     pipe.on_parent_gone = worker.request_quick_stop
+    if spec.handed:
+        worker.handed = _handed_jobs(spec.wake_fd, store)
+        worker.parent_completes = not worker.hooks.completes_alone()
 
     def stop(signum: int, frame: object) -> None:
         """SIGTERM from a live parent drains: the job is finished. An orphan's (the
@@ -166,6 +173,19 @@ def _open_store(spec: ChildSpec) -> Any:
     return store
 
 
+def _handed_jobs(fd: int, store: Any) -> Callable[[], list[Job]]:
+    """What the parent handed us since the last look: the jobs of the complete lines
+    in our wake-up pipe, bound to our own store (their transaction, a failure)."""
+    reader = protocol.LineReader(fd, protocol.decode_job)
+
+    def take() -> list[Job]:
+        jobs = reader.read()
+        for job in jobs:
+            job.bind(store)
+        return jobs
+    return take
+
+
 def _run_handed(worker: Worker, pipe: "PipeListener") -> None:
     """Run the job the parent claimed for us (held until now). Its completion is the
     parent's to write when it simply succeeds (unless a success hook waits for it);
@@ -190,9 +210,10 @@ class PipeListener:
     protocol message, what the worker does shows in the title, and what it writes
     to stdout and stderr is logged with its job (worker/output.py)."""
 
-    def __init__(self, fd: int, title: "TitleTicker") -> None:
+    def __init__(self, fd: int, title: "TitleTicker", handed: bool = False) -> None:
         self.fd = fd
         self.title = title
+        self.handed = handed   # the parent hands us jobs: it knows when we wait
         self.on_parent_gone: Callable[[], None] = lambda: None   # set once the worker exists
         self.deferred: list[protocol.Message] = []
 
@@ -217,7 +238,8 @@ class PipeListener:
     def waiting(self) -> None:
         output.running(None)
         self.title.show("idle")
-        self.send(protocol.Waiting())
+        if not self.handed:
+            self.send(protocol.Waiting())
 
     def idle(self, outcome: Outcome) -> None:
         self.title.show("idle")
@@ -225,6 +247,13 @@ class PipeListener:
 
     def saved(self, lost: Sequence[int]) -> None:
         self.send(protocol.Saved(tuple(lost)))
+
+    def returned(self, leases: Sequence[Lease]) -> bool:
+        # In messages of a claim batch's size at most, each fits one atomic write.
+        returned = [protocol.Returned(tuple(leases[start:start + MAX_CLAIM_BATCH]))
+                    for start in range(0, len(leases), MAX_CLAIM_BATCH)]
+        messages, self.deferred = (*self.deferred, *returned), []
+        return protocol.send(self.fd, *messages)
 
 
 def _connection_id(store: Any) -> Optional[int]:

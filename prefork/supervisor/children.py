@@ -51,7 +51,7 @@ class ChildProcess:
         self.jobs_started = 0
         self.read_fd, self.wake_fd = read_fd, wake_fd
         self.control_fd = control_fd   # parent -> child: ids of its cancelled jobs (cancels.py)
-        self.reader = protocol.LineReader(read_fd)
+        self.reader = protocol.LineReader(read_fd, protocol.decode)
         self.started = time.monotonic()
         self.started_wall = time.time()   # compared with restart requests
         self.ready = False
@@ -72,8 +72,14 @@ class ChildProcess:
         # database failed it (DatabaseFailed).
         self.charge_job = True
         self.deadline: Optional[Deadline] = None
-        # Forked with a job we claimed: we write that job's completion should it succeed.
+        # Forked with a job we claimed, or handed its jobs: we write a job's completion
+        # should it simply succeed.
         self.parent_completes = False
+        # We claim its jobs and hand them over its wake-up pipe (claimer = supervisor);
+        # the bytes of them that the pipe did not take yet wait in its outbox.
+        self.handed = False
+        self.outbox = b""
+        self.returned: list[Lease] = []   # handed jobs it gave back, for us to give back
 
     @property
     def stopping(self) -> bool:
@@ -120,6 +126,10 @@ class ChildProcess:
                 return saved
             case protocol.Retire(reason):
                 self.retire_reason = reason
+            case protocol.Returned(leases):
+                given_back = {lease.job_id for lease in leases}
+                self.held = tuple(held for held in self.held if held.job_id not in given_back)
+                self.returned += leases
             case protocol.DatabaseFailed():
                 self.charge_job = False
         return []
@@ -134,8 +144,26 @@ class ChildProcess:
             return []
         return [finished]
 
+    def hand(self, line: bytes, lease: Lease) -> None:
+        """Hand the child a job we claimed (protocol.encode_job's line): it holds it
+        from now on, for us; flush() writes it."""
+        self.held += (lease,)
+        self.outbox += line
+
+    def flush(self) -> None:
+        """Write what the outbox holds, as much as the pipe takes now."""
+        try:
+            written = os.write(self.wake_fd, self.outbox)
+        except BlockingIOError:
+            return
+        except OSError:   # gone: reaped soon, and what it held is given back then
+            written = len(self.outbox)
+        self.outbox = self.outbox[written:]
+
     def wake(self) -> None:
         """Tell a waiting child that work is ready."""
+        if self.handed:
+            return   # its pipe carries jobs, and we hand them
         self.waiting = False
         try:
             os.write(self.wake_fd, b"w")

@@ -196,3 +196,12 @@ def hand_jobs_at_fork(config: Any, limits_declared: bool) -> bool:
     own connection and claim cost more than its job. Not with limits declared:
     limited jobs wait outside the plain claim, for children that claim themselves."""
     return config.max_items == 1 and not config.max_items_jitter and not limits_declared
+
+
+def supervisor_claims(config: Any, limits_declared: bool) -> bool:
+    """Does the parent claim for all its long-lived children and hand each its jobs
+    (claimer = supervisor)? Not with limits declared: limited jobs wait outside the
+    plain claim, for children that claim themselves. Not for children forked per
+    job: the parent hands them their job at the fork (hand_jobs_at_fork)."""
+    return config.claimer == "supervisor" and not limits_declared \
+        and not hand_jobs_at_fork(config, limits_declared)

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 from ..jobs import Job, Lease
 from .children import ChildProcess, FinishedJob
 from .decisions import hand_jobs_at_fork, lease_extension_due, write_behind_due
-from .upkeep import FORKED_PER_JOB, Upkeep
+from .upkeep import FORKED_PER_JOB, HANDED, Upkeep
 
 
 def extend(upkeep: Upkeep, children: Iterable[ChildProcess], now: float,
@@ -39,9 +39,18 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
     if not hand_jobs_at_fork(upkeep.config, bool(upkeep.limits.rules)) \
             or upkeep.pulse.silent(upkeep.config):
         return [], []
-    owing = [child for child in children if child.parent_completes and child.unsaved]
+    return write_and_claim(upkeep, [child for child in children if child.parent_completes],
+                           count, FORKED_PER_JOB)
+
+
+def write_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int, why: str
+                    ) -> tuple[list[FinishedJob], list[Job]]:
+    """Write the completions the children left to us and claim up to count jobs for
+    them, in one round trip: (the jobs finished, the jobs claimed); nothing while the
+    database is away (the completions wait for the next try)."""
+    owing = [child for child in children if child.unsaved]
     unsaved = [finished for child in owing for finished in child.unsaved.values()]
-    answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count)
+    answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count, why)
     if answer is None:
         return [], []
     completed, claimed = answer
@@ -57,11 +66,18 @@ def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[lis
     child forked per job are ours to write whatever the occasion: logged so.)"""
     unsaved = list(child.unsaved.values())
     completed = upkeep.complete([finished.job for finished in unsaved],
-                                FORKED_PER_JOB if child.parent_completes else why)
+                                ours_because(child) or why)
     if completed is None:
         return None
     child.unsaved = {}
     return [finished.saved(finished.job.lease.job_id in completed) for finished in unsaved]
+
+
+def ours_because(child: ChildProcess) -> Optional[str]:
+    """Why a child's completions are ours to write whatever the occasion, if they are."""
+    if not child.parent_completes:
+        return None
+    return HANDED if child.handed else FORKED_PER_JOB
 
 
 def write_behind_slow_jobs(upkeep: Upkeep, children: Iterable[ChildProcess],

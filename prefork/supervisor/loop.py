@@ -32,6 +32,7 @@ from ..wakeups.listening import Listeners
 from ..wakeups.waker import Waker
 from . import decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
+from .handing import Handing
 from .pool import Pool
 from .protocol import Ready
 from .upkeep import Upkeep
@@ -81,7 +82,9 @@ class Supervisor:
         self.flags = flags            # command-line flags win again at each reload
         self.target: int = config.workers
         self.pool = Pool(config, forget_parent=self._forget_parent_resources,
-                         claim_for_children=self._claim_for_children)
+                         claim_for_children=self._claim_for_children,
+                         hands_jobs=self._hands_jobs)
+        self.handing = Handing()   # our claims for the children (claimer = supervisor)
         self.waker = Waker()
         self.pending_signals: list[int] = []
         self.state = Phase.RUNNING
@@ -122,6 +125,8 @@ class Supervisor:
             self._reap()
             self._manage()
             self._periodic()
+            self._jobs_finished(self.handing.hand_out(self.upkeep, self.children.values(),
+                                                      self.config, self.state is Phase.RUNNING))
             self._update_title()
             for observer in self.observers:
                 _survive(f"{type(observer).__name__}.tick",
@@ -156,10 +161,13 @@ class Supervisor:
     def _wait(self) -> None:
         fds = [self.waker.read_fd] + [c.read_fd for c in self.children.values()]
         fds += self.listeners.fds()
+        outboxes = {c.wake_fd: c for c in self.children.values() if c.outbox}
         try:
-            ready, _, _ = select.select(fds, [], [], self._sleep_time())
+            ready, writable, _ = select.select(fds, list(outboxes), [], self._sleep_time())
         except InterruptedError:
             return
+        for fd in writable:
+            outboxes[fd].flush()
         for child in list(self.children.values()):
             if child.read_fd in ready:
                 self._handle_messages(child)
@@ -167,8 +175,10 @@ class Supervisor:
             self.waker.sleep(0)   # drain the wake-up bytes
         wake, self.next_poll_at = self.listeners.heard(
             ready, self.config.queues, time.monotonic(), self.next_poll_at,
-            bool(self.pool.waiting()))
+            bool(self.pool.waiting()) or self.handing.hungry(self.children.values()))
         self.pool.wake_waiting(wake)
+        if wake:
+            self.handing.look_again()
 
     def _sleep_time(self) -> float:
         now = time.monotonic()
@@ -181,7 +191,7 @@ class Supervisor:
         if self.state is Phase.RUNNING and len(self.pool.wanted()) < size \
                 and not self.pool.probing():
             deadlines.append(self.pool.next_spawn_at)
-        if self.pool.waiting():
+        if self.pool.waiting() or self.handing.hungry(self.children.values()):
             deadlines.append(self.next_poll_at)
         return max(0.0, min(deadlines) - now)
 
@@ -230,6 +240,9 @@ class Supervisor:
         self.listeners.forget()
         self.upkeep.abandon()
 
+    def _hands_jobs(self) -> bool:
+        return decisions.supervisor_claims(self.config, bool(self.upkeep.limits.rules))
+
     def _claim_for_children(self, count: int) -> list[Job]:
         finished, claimed = leases.complete_and_claim(self.upkeep, self.children.values(), count)
         self._jobs_finished(finished)
@@ -245,6 +258,7 @@ class Supervisor:
 
     def _jobs_finished(self, finished_jobs: list[FinishedJob]) -> None:
         for finished in finished_jobs:
+            self.handing.timed(finished)
             self.upkeep.rollup.count(finished, self.upkeep.process_id)
             self.done += finished.outcome is Outcome.DONE
             self.dead += finished.outcome is Outcome.DEAD
@@ -293,9 +307,12 @@ class Supervisor:
             self.next_extend_at = now + self.config.lease_seconds / 3
             leases.extend(self.upkeep, self.children.values(), now, self.config.lease_seconds)
         waiting = self.pool.waiting()
-        if waiting and now >= self.next_poll_at:
+        hungry = self.handing.hungry(self.children.values())
+        if (waiting or hungry) and now >= self.next_poll_at:
             self.next_poll_at = now + self.config.poll_interval
-            self.pool.wake_waiting(self.upkeep.ready_count(len(waiting)))
+            self.handing.look_again()
+            if waiting:
+                self.pool.wake_waiting(self.upkeep.ready_count(len(waiting)))
         self.upkeep.limits_when_due(now, list(self.children.values()))
         self._jobs_finished(leases.write_behind_slow_jobs(self.upkeep, self.children.values(),
                                                           now))

@@ -26,11 +26,15 @@ from .children import ChildProcess, Deadline
 
 class Pool:
     def __init__(self, config: Any, forget_parent: Callable[[], None],
-                 claim_for_children: Callable[[int], list[Job]]) -> None:
+                 claim_for_children: Callable[[int], list[Job]],
+                 hands_jobs: Callable[[], bool]) -> None:
         self.config = config
         # Claims up to N jobs to hand to the children about to be forked (none unless
         # they are forked per job: leases.complete_and_claim).
         self.claim_for_children = claim_for_children
+        # Do we claim for the children forked now, for as long as they live, and hand
+        # them their jobs (decisions.supervisor_claims)?
+        self.hands_jobs = hands_jobs
         # In a new child, right after fork: drop the parent's resources besides ours.
         self.forget_parent = forget_parent
         self.children: dict[int, ChildProcess] = {}
@@ -59,7 +63,9 @@ class Pool:
                 and c.stop_cause in (None,) + decisions.RECYCLE_CAUSES]
 
     def waiting(self) -> list[ChildProcess]:
-        return [c for c in self.children.values() if c.waiting and not c.stopping]
+        """The children that claim for themselves and found nothing: to wake for work."""
+        return [c for c in self.children.values()
+                if c.waiting and not c.stopping and not c.handed]
 
     def probing(self) -> bool:
         """A trial child is starting after failed starts: wait for its verdict."""
@@ -99,9 +105,10 @@ class Pool:
         if max_items:
             max_items += random.randint(0, self.config.max_items_jitter)
         check_schema = self.config.dsn != self.schema_known_for
+        handed = job is None and self.hands_jobs()
         spec = child_module.ChildSpec(slot, self.config, write_fd, wake_read_fd, os.getpid(),
                                       process_id, max_items, control_read_fd, check_schema,
-                                      self.die_with_parent, self.pulse, job)
+                                      self.die_with_parent, self.pulse, job, handed)
         # Hold signals across fork: one arriving before the child has reset its
         # handlers would run our handler in the child's copy of us and be lost.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
@@ -123,6 +130,8 @@ class Pool:
         child.checked_schema_of = self.config.dsn if check_schema else None
         if job is not None:   # ours to give back until the child says it runs it
             child.held, child.parent_completes = (job.lease,), True
+        child.handed = handed
+        child.parent_completes |= handed
         self.children[pid] = child
         event("worker_spawned", pid=pid, slot=slot, generation=self.generation,
               **({"replaces": predecessor.pid} if predecessor else {}))

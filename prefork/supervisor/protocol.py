@@ -12,15 +12,20 @@ room to spare (tests/fast/test_protocol.py checks it).
 
 The parent reads what is there without blocking (LineReader) and decodes each
 complete line; a line cut across two reads waits in the buffer.
+
+The other way, a child handed its jobs by the parent (claimer = supervisor) reads
+them from its wake-up pipe, one line of JSON each (encode_job, decode_job). The
+parent alone writes that pipe, so a line longer than PIPE_BUF may go in pieces:
+what does not fit waits in the parent's outbox of that child.
 """
 import enum
 import json
 import os
 import select
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Generic, Optional, Sequence, TypeVar, Union
 
-from ..jobs import Lease, Outcome
+from ..jobs import Job, Lease, Outcome
 
 PIPE_BUF = select.PIPE_BUF
 READ_SIZE = 65536
@@ -35,6 +40,7 @@ class Kind(str, enum.Enum):
     IDLE = "idle"          # the running job ended, with this outcome
     SAVED = "saved"        # the unsaved completions are written; these ids were lost
     RETIRE = "retire"      # recycle me (max-items, max-memory) when it suits the pool
+    RETURNED = "returned"  # jobs you handed me, given back unstarted
     DATABASE_FAILED = "database_failed"   # I exit: the database failed me, not my job
 
     def __str__(self) -> str:
@@ -138,6 +144,21 @@ class Retire:
 
 
 @dataclass(frozen=True)
+class Returned:
+    """Jobs the parent handed (claimer = supervisor) that the child gives back
+    unstarted: it stops, retires, or ran a slow job while they waited."""
+    kind: ClassVar[Kind] = Kind.RETURNED
+    leases: tuple[Lease, ...]
+
+    def fields(self) -> list[Any]:
+        return [[list(lease) for lease in self.leases]]
+
+    @classmethod
+    def from_fields(cls, leases: Sequence[Sequence[Any]]) -> "Returned":
+        return cls(_leases(leases))
+
+
+@dataclass(frozen=True)
 class DatabaseFailed:
     """Sent before a child exits on a database error (FATAL_EXIT): its running job
     goes back uncharged. A handler that ends its process sends none, so its job
@@ -152,10 +173,11 @@ class DatabaseFailed:
         return cls()
 
 
-Message = Union[Ready, Held, Busy, Waiting, Idle, Saved, Retire, DatabaseFailed]
+Message = Union[Ready, Held, Busy, Waiting, Idle, Saved, Retire, Returned, DatabaseFailed]
 MESSAGE_TYPES: dict[Kind, type[Message]] = {
     message_type.kind: message_type
-    for message_type in (Ready, Held, Busy, Waiting, Idle, Saved, Retire, DatabaseFailed)}
+    for message_type in (Ready, Held, Busy, Waiting, Idle, Saved, Retire, Returned,
+                         DatabaseFailed)}
 
 
 class ProtocolError(ValueError):
@@ -194,14 +216,39 @@ def send(fd: int, *messages: Message) -> bool:
         return False
 
 
-class LineReader:
-    """The parent's end of one pipe: reads what is there, returns complete messages."""
+def encode_job(job: Job) -> bytes:
+    """A job the parent claimed, as the line it writes into a child's pipe."""
+    fields = [job.id, job.lease_token, job.type, job.queue, job.payload_text, job.attempt,
+              job.max_attempts, job.idempotency_key, job.crashes]
+    return json.dumps(fields, separators=(",", ":")).encode("utf-8") + b"\n"
 
-    def __init__(self, fd: int) -> None:
+
+def decode_job(line: bytes) -> Job:
+    """A handed job's line (without its newline) as the Job it encodes, not yet bound
+    to the child's store."""
+    try:
+        job_id, token, job_type, queue, payload, attempt, max_attempts, key, crashes = \
+            json.loads(line)
+        return Job(id=int(job_id), type=str(job_type), queue=str(queue), payload_text=payload,
+                   attempt=int(attempt), max_attempts=int(max_attempts), idempotency_key=key,
+                   lease_token=str(token), crashes=int(crashes))
+    except (ValueError, TypeError) as exc:
+        raise ProtocolError(f"not a handed job: {line[:80]!r}") from exc
+
+
+Decoded = TypeVar("Decoded")
+
+
+class LineReader(Generic[Decoded]):
+    """One end of a pipe: reads what is there, returns what its complete lines encode
+    (messages, on the parent's end of a child's pipe)."""
+
+    def __init__(self, fd: int, decoder: Callable[[bytes], Decoded]) -> None:
         self.fd = fd
+        self.decoder = decoder
         self.buffer = b""
 
-    def read(self) -> list[Message]:
+    def read(self) -> list[Decoded]:
         """The messages complete so far; the fd must be non-blocking."""
         try:
             while True:
@@ -213,7 +260,7 @@ class LineReader:
             pass
         return self.feed(b"")
 
-    def feed(self, data: bytes) -> list[Message]:
-        """Add bytes read elsewhere; returns the messages whose line is now complete."""
+    def feed(self, data: bytes) -> list[Decoded]:
+        """Add bytes read elsewhere; returns what the lines now complete encode."""
         *lines, self.buffer = (self.buffer + data).split(b"\n")
-        return [decode(line) for line in lines if line]
+        return [self.decoder(line) for line in lines if line]

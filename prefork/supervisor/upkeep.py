@@ -40,6 +40,7 @@ RESULTS_EXPIRED_BATCH = 1000   # expired results cleared per recovery pass, at m
 Result = TypeVar("Result")
 # Why we wrote a job's completion when its child was forked with it (leases.py too).
 FORKED_PER_JOB = "forked per job"
+HANDED = "claimer = supervisor"   # why we write the completions of the jobs we hand
 
 
 class HandBack(NamedTuple):
@@ -171,19 +172,20 @@ class Upkeep:
         _log_completions(jobs, completed, why)
         return set(completed)
 
-    def complete_and_claim(self, jobs: Sequence[RunningJob], count: int
-                           ) -> Optional[tuple[set[int], list[Job]]]:
+    def complete_and_claim(self, jobs: Sequence[RunningJob], count: int,
+                           why: str = FORKED_PER_JOB) -> Optional[tuple[set[int], list[Job]]]:
         """Complete the children's jobs that ran to success, and claim up to count
-        jobs to hand to new children, in one round trip: (ids completed, jobs
-        claimed), or None when the database is away. The claims are in our name
-        (host:pid): the child that runs a job is forked after its claim."""
+        jobs to hand to children, in one round trip: (ids completed, jobs claimed),
+        or None when the database is away. The claims are in our name (host:pid):
+        the child that runs a job may be forked after its claim."""
         config = self.config
+        leases = [job.lease for job in jobs]
         answer = self._with_store(lambda store: store.complete_and_claim(
-            [job.lease for job in jobs], config.queues, current_host_pid(), config.lease_seconds,
-            process_id=self.process_id, limit=count))
+            leases, config.queues, current_host_pid(), config.lease_seconds,
+            process_id=self.process_id, limit=count) if count else (store.complete_many(leases), []))
         if answer is False:
             return None
-        _log_completions(jobs, answer[0], FORKED_PER_JOB)
+        _log_completions(jobs, answer[0], why)
         return set(answer[0]), answer[1]
 
     def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:

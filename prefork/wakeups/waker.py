@@ -8,10 +8,13 @@ import select
 
 
 class Waker:
-    def __init__(self, extra_fd: int | None = None) -> None:
-        """extra_fd: another pipe whose bytes also wake us (the parent's, in a child)."""
+    def __init__(self, extra_fd: int | None = None, data_fd: int | None = None) -> None:
+        """extra_fd: another pipe whose bytes also wake us (the parent's, in a child).
+        data_fd: a pipe whose data wakes us and is left for its reader (the jobs the
+        parent hands a child)."""
         self.read_fd, self.write_fd = os.pipe()
-        self.watched = [self.read_fd] + ([extra_fd] if extra_fd is not None else [])
+        self.drained = [self.read_fd] + ([extra_fd] if extra_fd is not None else [])
+        self.watched = self.drained + ([data_fd] if data_fd is not None else [])
         for fd in self.watched + [self.write_fd]:
             os.set_blocking(fd, False)
 
@@ -26,7 +29,8 @@ class Waker:
         """Sleep up to `seconds`; return early (True) when woken."""
         ready, _, _ = select.select(self.watched, [], [], max(0.0, seconds))
         for fd in ready:
-            _drain(fd)
+            if fd in self.drained:
+                _drain(fd)
         return bool(ready)
 
     def close(self) -> None:

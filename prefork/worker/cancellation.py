@@ -24,6 +24,7 @@ from ..logs import event
 
 CANCEL_SIGNAL = signal.SIGUSR2
 READ_SIZE = 4096
+KEPT_UNKNOWN = 1024   # ids a child handed its jobs keeps for jobs it has not seen
 
 
 def cancel_line(job_id: int) -> bytes:
@@ -54,11 +55,14 @@ class CancelInbox:
     """What the parent said about this child's jobs. Without a control pipe (a worker
     nobody supervises: `prefork-queue work`) nothing is ever cancelled here."""
 
-    def __init__(self, fd: Optional[int] = None) -> None:
+    def __init__(self, fd: Optional[int] = None, handed: bool = False) -> None:
         self.fd = fd
         self.current: Optional[int] = None   # the job being run (from just before busy())
         self.current_cancelled = False
         self.held_cancelled: set[int] = set()   # claimed in the batch, not started
+        # Handed its jobs by the parent: a cancelled one may still be in the pipe, not
+        # held yet, so every id is kept (the last KEPT_UNKNOWN of them).
+        self.handed = handed
 
     def start(self, job: Job, held: Iterable[Job]) -> None:
         """`job` is about to run (called before the parent hears of it, so that no id
@@ -66,7 +70,12 @@ class CancelInbox:
         held (given back) are forgotten."""
         self.current = job.id
         self.current_cancelled = job.id in self.held_cancelled
-        self.held_cancelled &= {other.id for other in held}
+        if self.handed:
+            self.held_cancelled.discard(job.id)
+            if len(self.held_cancelled) > KEPT_UNKNOWN:   # news of jobs long over
+                self.held_cancelled = set(sorted(self.held_cancelled)[-KEPT_UNKNOWN:])
+        else:
+            self.held_cancelled &= {other.id for other in held}
 
     def receive(self, held: Iterable[Job]) -> bool:
         """Read what the parent sent (in the signal's handler): True when the job
@@ -80,7 +89,7 @@ class CancelInbox:
             if job_id == self.current:
                 hit = not self.current_cancelled
                 self.current_cancelled = True
-            elif job_id in held_ids:
+            elif job_id in held_ids or self.handed:
                 self.held_cancelled.add(job_id)
         return hit
 

@@ -24,6 +24,10 @@ class WorkerListener(Protocol):
     def saved(self, lost: Sequence[int]) -> None:
         """The unsaved completions were written; these job ids had lost their lease."""
 
+    def returned(self, leases: Sequence[Lease]) -> bool:
+        """Jobs the parent handed, given back unstarted: False when nobody took them
+        (the parent is gone), and the worker releases them itself."""
+
 
 class QuietListener:
     """The listener of a worker nobody watches (`prefork-queue work`)."""
@@ -42,3 +46,6 @@ class QuietListener:
 
     def saved(self, lost: Sequence[int]) -> None:
         pass
+
+    def returned(self, leases: Sequence[Lease]) -> bool:
+        return False

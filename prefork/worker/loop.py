@@ -24,6 +24,7 @@ from .hooks import HookRunner
 from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
+from .endings import give_back, lease_lost, record_failure, release_interrupted
 from .listener import QuietListener, WorkerListener
 from .returned import results_to_keep, run_of
 
@@ -81,9 +82,12 @@ class Worker:
         self.cancels = cancels or CancelInbox()   # what the parent cancelled (supervised)
         # Asked before each claim (a child's parent silent: no. See parent_pulse.py).
         self.may_claim: Callable[[], bool] = lambda: True
-        # Given a job the parent claimed (a child forked per job): the parent writes
-        # its completion when it simply succeeds, so the child need not connect.
+        # Given a job the parent claimed (a child forked per job, or claimer =
+        # supervisor): the parent writes its completion when it simply succeeds.
         self.parent_completes = False
+        # Handed its jobs by the parent (claimer = supervisor): the jobs handed since
+        # the last look. Such a worker claims none itself.
+        self.handed: Optional[Callable[[], list[Job]]] = None
 
     def request_stop(self) -> None:
         """Finish the current job, then stop. Safe to call from a signal handler."""
@@ -112,7 +116,8 @@ class Worker:
 
         def chain_next() -> bool:
             return not (self.stopping or enough() or self.limited.first_due()) \
-                and self.may_claim() and not self.hooks.completes_alone()
+                and self.may_claim() and not self.hooks.completes_alone() \
+                and self.handed is None
 
         event("worker_started", queues=",".join(self.config.queues), worker=self.identity)
         self.claim_cap = 1 if once else max_jobs
@@ -145,12 +150,23 @@ class Worker:
         return self.processed
 
     def claim_next(self, plain: bool = True) -> Optional[Job]:
-        """A held job, else a claimed one (plain: may make a plain claim)."""
+        """A held job, else a claimed one (plain: may make a plain claim), else
+        (handed its jobs) one the parent handed."""
+        if self.handed is not None:
+            return self.next_handed(self.handed)
         if self.held:
             return self.held.popleft()
         if not self.may_claim():
             return None
         return self.limited.claim_with(self.claim_plain if plain else None)
+
+    def next_handed(self, handed: Callable[[], list[Job]]) -> Optional[Job]:
+        """The next job the parent handed us, unless it fell silent: its claims are not
+        ours to start then (parent_pulse.py), they go back when its lease runs out."""
+        self.held.extend(handed())
+        if not self.held or not self.may_claim():
+            return None
+        return self.held.popleft()
 
     def claim_plain(self) -> Optional[Job]:
         return self.take(self.store.claim(self.config.queues, self.identity,
@@ -178,10 +194,14 @@ class Worker:
         jobs with their attempts restored."""
         if self.unsaved:
             self.save_completions(self.store.complete_many(leases_of(self.unsaved)))
+        if self.handed is not None:
+            self.held.extend(self.handed())
         if not self.held:
             return
         held = list(self.held)
         self.held.clear()
+        if self.handed is not None and self.listener.returned([job.lease for job in held]):
+            return   # the parent's claims, back with it (it gives them back, or on)
         released = self.store.release_many(held)   # one transaction for all of them
         for job in held:
             if job.id in released:
@@ -200,14 +220,6 @@ class Worker:
         self.unsaved = []
         self.listener.saved(lost)
 
-    def give_back(self, job: Job, event_name: str, **fields: Any) -> bool:
-        """Release an unstarted (or interrupted) job, its attempt restored; False
-        when it is no longer ours."""
-        if not self.store.release(job):
-            return False
-        event(event_name, job_id=job.id, type=job.type, **fields)
-        return True
-
     def process(self, job: Job, chain_next: Callable[[], bool] = lambda: False
                 ) -> tuple[Outcome, Optional[Job], bool]:
         """Run one claimed job to its recorded outcome: done, retry, dead, lost or
@@ -219,8 +231,12 @@ class Worker:
         the same round trip and commit.
         """
         if self.stopping:
-            # The stop won the race with the claim: give the job back unrun.
-            self.give_back(job, "claim_released_on_shutdown")
+            # The stop won the race with the claim: give the job back unrun (a handed
+            # one with the rest of them: release_held()).
+            if self.handed is not None:
+                self.held.appendleft(job)
+            else:
+                give_back(self.store, job, "claim_released_on_shutdown")
             return Outcome.RELEASED, None, False
         self.processed += 1
         self.cancels.start(job, self.held)
@@ -238,7 +254,7 @@ class Worker:
             if isinstance(exc, KeyboardInterrupt) and self.stopping:
                 raise   # `work`'s second Ctrl-C: the operator's, not the handler's
             if isinstance(exc, QuickStop) and self.quick_stopping:   # else the handler's own
-                return self.release_interrupted(job), None, False
+                return release_interrupted(self.store, job), None, False
             self.time_job(started)
             return self.record_handler_error(job, exc), None, False
         self.time_job(started)
@@ -292,7 +308,7 @@ class Worker:
         if isinstance(exc, LeaseLost):
             return lease_lost(job)
         if isinstance(exc, CommitConflict):   # contention, not the job's failure
-            if self.give_back(job, "job_conflict_released", error=str(exc)):
+            if give_back(self.store, job, "job_conflict_released", error=str(exc)):
                 return Outcome.RELEASED
             return lease_lost(job)
         decision = registry.rules(job.type).decide(exc, job.attempt, job.max_attempts,
@@ -301,7 +317,8 @@ class Worker:
         error = str(exc) if ours else self.errors.describe(exc)
         traceback = self.errors.traceback(exc)
         self.hooks.failed(job, exc, error, decision.delay)
-        return self.record_failure(job, error, decision, traceback, failed_attempt(exc, traceback))
+        return record_failure(self.store, job, error, decision, traceback,
+                              failed_attempt(exc, traceback))
 
     def run_handler(self, job: Job) -> list[KeptResult]:
         """Run the job's handler; the result to keep with its completion (returned.py)."""
@@ -321,30 +338,6 @@ class Worker:
         finally:
             self.running_handler = False
         return results_to_keep(job, returned)
-
-    def release_interrupted(self, job: Job) -> Outcome:
-        if job.finished:
-            return Outcome.DONE
-        if self.give_back(job, "claim_released_on_shutdown", interrupted=True):
-            return Outcome.RELEASED
-        return lease_lost(job)
-
-    def record_failure(self, job: Job, error: str, decision: Decision, traceback: str,
-                       failure: Optional[FailedAttempt] = None) -> Outcome:
-        if not self.store.fail(job, error, decision, failure):
-            return lease_lost(job)
-        if decision.dead:
-            event("job_dead", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
-                  traceback=traceback)
-            return Outcome.DEAD
-        event("job_failed", job_id=job.id, type=job.type, attempt=job.attempt, error=error,
-              retry_in_s=round(decision.delay, 3), traceback=traceback)
-        return Outcome.RETRY
-
-
-def lease_lost(job: Job) -> Outcome:
-    event("job_lease_lost", job_id=job.id, type=job.type)
-    return Outcome.LOST
 
 
 def leases_of(unsaved: Sequence[tuple[Job, float]], job: Optional[Job] = None) -> list[Lease]:

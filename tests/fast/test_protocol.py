@@ -29,6 +29,7 @@ EXAMPLES = {
     Kind.IDLE: [protocol.Idle(outcome) for outcome in Outcome],
     Kind.SAVED: [protocol.Saved((3, 5)), protocol.Saved(())],
     Kind.RETIRE: [protocol.Retire("max-items")],
+    Kind.RETURNED: [protocol.Returned((lease(7), lease(9))), protocol.Returned(())],
     Kind.DATABASE_FAILED: [protocol.DatabaseFailed()],
 }
 
@@ -88,7 +89,7 @@ def test_a_line_that_is_no_message_is_a_protocol_error():
 def test_the_reader_waits_for_the_end_of_a_line():
     messages = [protocol.Busy(lease(1), "a", "default"), protocol.Idle(Outcome.DONE)]
     data = b"".join(protocol.encode(message) for message in messages)
-    reader = protocol.LineReader(-1)
+    reader = protocol.LineReader(-1, protocol.decode)
     cut = len(data) // 3
     assert reader.feed(data[:cut]) == []
     assert reader.feed(data[cut:]) == messages
@@ -99,7 +100,7 @@ def test_send_and_read_through_a_pipe():
     read_fd, write_fd = os.pipe()
     try:
         os.set_blocking(read_fd, False)
-        reader = protocol.LineReader(read_fd)
+        reader = protocol.LineReader(read_fd, protocol.decode)
         assert reader.read() == []
         assert protocol.send(write_fd, protocol.Waiting())
         assert protocol.send(write_fd, protocol.Retire("max-memory"))
@@ -116,7 +117,7 @@ def test_messages_sent_together_arrive_in_one_read_or_one_write_each_past_pipe_b
     full_batch = protocol.Held(tuple(lease(LARGEST_ID - n) for n in range(MAX_CLAIM_BATCH)))
     try:
         os.set_blocking(read_fd, False)
-        reader = protocol.LineReader(read_fd)
+        reader = protocol.LineReader(read_fd, protocol.decode)
         pair = [protocol.Ready(None), protocol.Busy(lease(9), "a", "default")]
         assert protocol.send(write_fd, *pair)
         assert os.read(read_fd, 65536) == b"".join(map(protocol.encode, pair))
@@ -138,3 +139,25 @@ def test_send_says_when_the_parent_is_gone():
         assert not protocol.send(write_fd, protocol.Waiting())
     finally:
         os.close(write_fd)
+
+
+def test_a_handed_job_round_trips_whole_through_a_pipe_in_pieces():
+    """A handed job's line may exceed PIPE_BUF (a big payload): the child's reader
+    puts it together from the pieces, whatever the payload holds."""
+    from prefork.jobs import Job
+    payload = '{"text": "line one\\nline two \u00e9\u4e2d", "pad": "%s"}' % ("x" * 70000)
+    job = Job(id=LARGEST_ID, type="email.send", queue="default", payload_text=payload,
+              attempt=2, max_attempts=5, idempotency_key="k\n1", lease_token="0" + "a" * 31,
+              crashes=1)
+    line = protocol.encode_job(job)
+    assert line.count(b"\n") == 1 and len(line) > select.PIPE_BUF
+    reader = protocol.LineReader(-1, protocol.decode_job)
+    pieces = [line[offset:offset + 4096] for offset in range(0, len(line), 4096)]
+    got = [decoded for piece in pieces for decoded in reader.feed(piece)]
+    assert got == [job]
+    assert got[0].payload_text == payload and got[0].lease == job.lease
+
+
+def test_a_line_that_is_no_handed_job_is_refused():
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_job(b'["busy",[1,"x"],"t","q"]')

@@ -117,7 +117,8 @@ def test_a_bad_queue_list_by_sighup_is_refused_and_the_old_one_kept(supervisors,
 def busy_pool(config, count, type_length=128):
     """A Pool whose `count` children (not forked: records only) all run a job of a type
     of type_length characters."""
-    pool = Pool(config, forget_parent=lambda: None, claim_for_children=lambda count: [])
+    pool = Pool(config, forget_parent=lambda: None, claim_for_children=lambda count: [],
+                hands_jobs=lambda: False)
     fds = []
     for slot in range(count):
         read_fd, write_fd = os.pipe()

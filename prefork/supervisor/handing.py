@@ -1,0 +1,110 @@
+"""The supervisor as the one claimer of its pool (claimer = supervisor): it claims
+for all its idle children in one transaction, hands each its jobs over its
+wake-up pipe (protocol.encode_job), and writes the completions they report with
+its next claim, in the same commit.
+
+Each child is handed as much work as a worker would hold (job_time.batch_size at
+the jobs' recent time), the one it runs included, within its max-items. A handed
+job is held for the child from the claim on (children.ChildProcess.held): its
+lease is extended with the others', and it goes back at once, uncharged, when the
+child dies or gives it back unstarted (protocol.Returned). Only a look that found
+the queues empty makes us wait for a wake-up (the doorbell, the wake-up port) or
+the next poll before claiming again.
+"""
+from typing import Any, Iterable, Optional
+
+from ..jobs import Job
+from ..worker.job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, batch_size
+from . import leases
+from .children import ChildProcess, FinishedJob
+from .protocol import encode_job
+from .upkeep import HANDED, Upkeep
+
+RETURNED = "given back unstarted by its worker"
+
+
+class Handing:
+    def __init__(self) -> None:
+        self.queue_empty = False   # the last claim found fewer jobs than asked for
+        # Running average of the jobs' time, as the parent sees them run (None: none yet).
+        self.job_seconds: Optional[float] = None
+
+    def look_again(self) -> None:
+        """A wake-up or the poll: the next pass claims even if the last found nothing."""
+        self.queue_empty = False
+
+    def timed(self, finished: FinishedJob) -> None:
+        seconds = finished.seconds
+        if self.job_seconds is None:
+            self.job_seconds = seconds
+        else:
+            self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
+
+    def hungry(self, children: Iterable[ChildProcess]) -> bool:
+        """Does a child of ours wait with nothing to run?"""
+        return any(_takes_jobs(child) and not child.job and not child.held
+                   for child in children)
+
+    def hand_out(self, upkeep: Upkeep, children: Iterable[ChildProcess], config: Any,
+                 claiming: bool) -> list[FinishedJob]:
+        """Write the completions the children left us and, when claiming, claim what
+        fills their hands, in one transaction; hand the jobs out. The jobs finished."""
+        children = list(children)
+        for child in children:
+            give_back_returned(upkeep, child)
+        rooms = self.rooms(children, config) if claiming and not self.queue_empty else {}
+        wanted = sum(rooms.values())
+        owing = [child for child in children if child.handed and child.unsaved]
+        if not (owing or wanted) or upkeep.pulse.silent(config):
+            return []   # silent, our children would not start what we hand
+        finished, claimed = leases.write_and_claim(upkeep, owing, wanted, HANDED)
+        if wanted and len(claimed) < wanted:
+            self.queue_empty = True
+        deal(claimed, rooms)
+        return finished
+
+    def rooms(self, children: Iterable[ChildProcess], config: Any) -> dict[ChildProcess, int]:
+        """How many more jobs each child may be handed now."""
+        hand = batch_size(HOLD_BUDGET if self.job_seconds is None else self.job_seconds,
+                          config.claim_batch)
+        rooms = {}
+        for child in children:
+            if not _takes_jobs(child):
+                continue
+            room = hand - len(child.held) - (child.job is not None)
+            if child.max_items:
+                room = min(room, child.max_items - child.jobs_started - len(child.held))
+            if room > 0:
+                rooms[child] = room
+        return rooms
+
+
+def _takes_jobs(child: ChildProcess) -> bool:
+    return child.handed and child.ready and not child.stopping and not child.retire_reason
+
+
+def deal(claimed: list[Job], rooms: dict[ChildProcess, int]) -> None:
+    """Hand the jobs out one at a time around the children, the emptiest first, so
+    that a short claim still reaches every idle child; then write them."""
+    order = sorted(rooms, key=lambda child: len(child.held) + (child.job is not None))
+    jobs = iter(claimed)
+    while order:
+        for child in list(order):
+            job = next(jobs, None)
+            if job is None:
+                order = []
+                break
+            child.hand(encode_job(job), job.lease)
+            rooms[child] -= 1
+            if not rooms[child]:
+                order.remove(child)
+    for child in rooms:
+        if child.outbox:
+            child.flush()
+
+
+def give_back_returned(upkeep: Upkeep, child: ChildProcess) -> None:
+    """The jobs the child gave back unstarted go back to their queue, uncharged."""
+    returned, child.returned = child.returned, []
+    for lease in returned:
+        upkeep.hand_back(lease, RETURNED, False)
