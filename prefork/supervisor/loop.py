@@ -10,8 +10,9 @@ extension, hand-backs and lease recovery; children never use it.
 This module is the loop and the dispatch of signals; the rest is in rooms of
 its own: pool.py (fork, reap, stop, keep the count), children.py (what each
 child said over protocol.py's pipe), leases.py (extension, hand-backs,
-write-behind), upkeep.py (the parent's database work), decisions.py (the
-rules, pure), view.py (what the observers see).
+write-behind), handing.py (our claims for the children, claimer = supervisor),
+upkeep.py (the parent's database work), decisions.py (the rules, pure),
+reconfigure.py (the config read anew), view.py (what the observers see).
 """
 import enum
 import gc
@@ -22,8 +23,7 @@ import signal
 import time
 from typing import Any, Callable, Optional
 
-from .. import config as config_module, logs, observers, registry, schedules
-from ..errors import UserError
+from .. import logs, observers
 from ..jobs import Job, Outcome
 from ..logs import event
 from ..titles import master_title, set_title
@@ -33,6 +33,7 @@ from ..wakeups.waker import Waker
 from . import decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
 from .handing import Handing
+from .reconfigure import load_new_config, warn_overridden
 from .pool import Pool
 from .protocol import Ready
 from .upkeep import Upkeep
@@ -52,21 +53,17 @@ def _survive(step: str, call: Callable[[], object]) -> None:
         logs.unexpected("supervisor_step_failed", exc, step=step)
 
 
-def _why_refused(exc: Exception) -> str:
-    """One line on a refused reload: our own message, an OSError's reason and path (the
-    log file's), or else only the class (its message may quote the file's bytes)."""
-    if isinstance(exc, UserError):
-        return str(exc)
-    if isinstance(exc, OSError):
-        return logs.os_error_text(exc)
-    return logs.error_class(exc)
-
-
-def _warn_overridden(config: Any) -> None:
-    """Flags and the environment win over the config file: say so for each setting of
-    the file they override, at start and at each reload, lest an edit seem ignored."""
-    for overridden in config.overridden():
-        event("config_overridden", file=config.path, **overridden._asdict())
+def _log_exit(child: ChildProcess, status_text: str) -> str:
+    """Log a child's exit, at WARNING unless we asked for it; the reason it gives."""
+    expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
+    boot_failure = not child.ready and not child.stopping
+    reason = child.kill_reason or child.stop_cause or ("boot failure" if boot_failure
+                                                       else "crash")
+    event("worker_exited", level=logging.INFO if expected else logging.WARNING,
+          pid=child.pid, slot=child.slot, status=status_text, reason=reason)
+    if child.retire_reason and child.stop_cause == child.retire_reason:
+        event("worker_recycled", pid=child.pid, reason=child.retire_reason)
+    return reason
 
 
 class Phase(enum.Enum):
@@ -104,7 +101,7 @@ class Supervisor:
 
     def run(self) -> int:
         """Run until drained; returns the process exit status."""
-        _warn_overridden(self.config)
+        warn_overridden(self.config)
         self.observers = observers.build(self.config)   # a bad metrics address stops us here
         wakeup_address = self.listeners.open_port(self.config.wakeup_bind)   # or a bad bind
         # Errors here stop the start, before any fork.
@@ -281,16 +278,8 @@ class Supervisor:
         self._jobs_finished(self.pool.cancels.child_exited(self.upkeep, child))
         self._jobs_finished(leases.hand_back_all(self.upkeep, child,
                                                  child.kill_reason or status_text))
-        expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
-        boot_failure = not child.ready and not child.stopping
-        reason = child.kill_reason or child.stop_cause or ("boot failure" if boot_failure
-                                                           else "crash")
-        event("worker_exited", level=logging.INFO if expected else logging.WARNING,
-              pid=child.pid, slot=child.slot, status=status_text, reason=reason)
-        self._notify("worker_exited", reason=reason, status=status_text)
-        if child.retire_reason and child.stop_cause == child.retire_reason:
-            event("worker_recycled", pid=child.pid, reason=child.retire_reason)
-        if boot_failure:
+        self._notify("worker_exited", reason=_log_exit(child, status_text), status=status_text)
+        if not child.ready and not child.stopping:   # a boot failure
             self.pool.back_off_restarts(status_text)
 
     def _manage(self) -> None:
@@ -307,12 +296,10 @@ class Supervisor:
             self.next_extend_at = now + self.config.lease_seconds / 3
             leases.extend(self.upkeep, self.children.values(), now, self.config.lease_seconds)
         waiting = self.pool.waiting()
-        hungry = self.handing.hungry(self.children.values())
-        if (waiting or hungry) and now >= self.next_poll_at:
+        if (waiting or self.handing.hungry(self.children.values())) and now >= self.next_poll_at:
             self.next_poll_at = now + self.config.poll_interval
             self.handing.look_again()
-            if waiting:
-                self.pool.wake_waiting(self.upkeep.ready_count(len(waiting)))
+            self.pool.wake_waiting(self.upkeep.ready_count(len(waiting)) if waiting else 0)
         self.upkeep.limits_when_due(now, list(self.children.values()))
         self._jobs_finished(leases.write_behind_slow_jobs(self.upkeep, self.children.values(),
                                                           now))
@@ -353,13 +340,8 @@ class Supervisor:
 
     def _reload(self) -> None:
         """SIGHUP: apply the config file anew; whatever refuses it leaves the old one in force."""
-        try:
-            new_config = config_module.load(self.flags, path=self.config.path)
-            registry.import_apps(new_config.app)
-            schedules.validate(new_config)   # commands and schedules, before applying
-            logs.configure_from(new_config)  # last: a log file that cannot open refuses it
-        except Exception as exc:   # whatever refused it: the old config stays in force
-            event("config_reload_failed", level=logging.ERROR, error=_why_refused(exc))
+        new_config = load_new_config(self.flags, self.config.path)
+        if new_config is None:
             return
         self.upkeep.reconfigure(new_config)
         self.config, self.target = new_config, new_config.workers
@@ -367,7 +349,7 @@ class Supervisor:
         self.pool.generation += 1
         event("config_reloaded", workers=self.target, queues=",".join(new_config.queues),
               generation=self.pool.generation)
-        _warn_overridden(new_config)
+        warn_overridden(new_config)
         self._notify("reloaded", config=new_config)
 
     def _notify(self, name: str, **fields: Any) -> None:
