@@ -134,8 +134,8 @@ class _Recorder:
     def saved(self, lost: Sequence[int]) -> None:
         pass
 
-    def returned(self, leases: Sequence[Lease]) -> bool:
-        return False
+    def returned(self, leases: Sequence[Lease]) -> None:
+        pass
 
 
 class _InlineWorker(Worker):

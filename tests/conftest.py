@@ -15,6 +15,10 @@ DIALECT_MODULES run their MySQL tests in both, forced: test ids say which
 it runs (through PREFORK_QUEUE_DIALECT in their environment) speak it. Other
 tests speak what PREFORK_QUEUE_DIALECT says (auto when unset): with
 PREFORK_QUEUE_DIALECT=mysql the whole suite runs in the mysql dialect.
+
+Likewise PREFORK_QUEUE_CLAIMER reaches the commands the tests run: with
+PREFORK_QUEUE_CLAIMER=supervisor every supervisor of the suite claims for its
+children (the `claimer` setting), unless a test sets it itself.
 """
 import logging
 import os
@@ -48,6 +52,7 @@ DIALECT_MODULES = {"test_store.py", "test_worker.py", "test_supervisor.py",
                    "test_workflows_store.py"}
 DIALECTS = ("mariadb", "mysql")
 DIALECT_ENV = "PREFORK_QUEUE_DIALECT"
+CLAIMER_ENV = "PREFORK_QUEUE_CLAIMER"
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = Path(__file__).resolve().parent / "apps"
@@ -328,9 +333,9 @@ def db(backend, request):
 
 def cli_env(dsn=None, **extra):
     # Nothing of ours leaks in from the developer's environment, but the dialect
-    # (see the `dialect` fixture).
+    # (see the `dialect` fixture) and the claimer (the module's docstring).
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith("PREFORK_QUEUE_") or key == DIALECT_ENV}
+           if not key.startswith("PREFORK_QUEUE_") or key in (DIALECT_ENV, CLAIMER_ENV)}
     env["PYTHONPATH"] = os.pathsep.join([str(APPS), str(ROOT)])
     if dsn:
         env["PREFORK_QUEUE_DSN"] = dsn

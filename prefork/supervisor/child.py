@@ -248,12 +248,10 @@ class PipeListener:
     def saved(self, lost: Sequence[int]) -> None:
         self.send(protocol.Saved(tuple(lost)))
 
-    def returned(self, leases: Sequence[Lease]) -> bool:
+    def returned(self, leases: Sequence[Lease]) -> None:
         # In messages of a claim batch's size at most, each fits one atomic write.
-        returned = [protocol.Returned(tuple(leases[start:start + MAX_CLAIM_BATCH]))
-                    for start in range(0, len(leases), MAX_CLAIM_BATCH)]
-        messages, self.deferred = (*self.deferred, *returned), []
-        return protocol.send(self.fd, *messages)
+        self.send(*[protocol.Returned(tuple(leases[start:start + MAX_CLAIM_BATCH]))
+                    for start in range(0, len(leases), MAX_CLAIM_BATCH)])
 
 
 def _connection_id(store: Any) -> Optional[int]:

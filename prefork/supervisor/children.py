@@ -79,7 +79,6 @@ class ChildProcess:
         # the bytes of them that the pipe did not take yet wait in its outbox.
         self.handed = False
         self.outbox = b""
-        self.returned: list[Lease] = []   # handed jobs it gave back, for us to give back
 
     @property
     def stopping(self) -> bool:
@@ -127,9 +126,8 @@ class ChildProcess:
             case protocol.Retire(reason):
                 self.retire_reason = reason
             case protocol.Returned(leases):
-                given_back = {lease.job_id for lease in leases}
-                self.held = tuple(held for held in self.held if held.job_id not in given_back)
-                self.returned += leases
+                released = {lease.job_id for lease in leases}
+                self.held = tuple(held for held in self.held if held.job_id not in released)
             case protocol.DatabaseFailed():
                 self.charge_job = False
         return []

@@ -7,21 +7,21 @@ Each child is handed as much work as a worker would hold (job_time.batch_size at
 the jobs' recent time), the one it runs included, within its max-items. A handed
 job is held for the child from the claim on (children.ChildProcess.held): its
 lease is extended with the others', and it goes back at once, uncharged, when the
-child dies or gives it back unstarted (protocol.Returned). Only a look that found
+child dies; the child releases those it will not run (a stop, a retirement, a
+slow job) and says which (protocol.Returned). Only a look that found
 the queues empty makes us wait for a wake-up (the doorbell, the wake-up port) or
 the next poll before claiming again.
 """
 from typing import Any, Iterable, Optional
 
-from ..jobs import Job
+from ..events import Event
+from ..jobs import Job, Outcome
+from ..logs import event
 from ..worker.job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, batch_size
 from . import leases
 from .children import ChildProcess, FinishedJob
 from .protocol import encode_job
-from .upkeep import HANDED, Upkeep
-
-RETURNED = "given back unstarted by its worker"
-
+from .upkeep import Upkeep
 
 class Handing:
     def __init__(self) -> None:
@@ -50,17 +50,17 @@ class Handing:
         """Write the completions the children left us and, when claiming, claim what
         fills their hands, in one transaction; hand the jobs out. The jobs finished."""
         children = list(children)
-        for child in children:
-            give_back_returned(upkeep, child)
         rooms = self.rooms(children, config) if claiming and not self.queue_empty else {}
         wanted = sum(rooms.values())
         owing = [child for child in children if child.handed and child.unsaved]
         if not (owing or wanted) or upkeep.pulse.silent(config):
             return []   # silent, our children would not start what we hand
-        finished, claimed = leases.write_and_claim(upkeep, owing, wanted, HANDED)
+        finished, claimed = leases.write_and_claim(upkeep, owing, wanted, None)
         if wanted and len(claimed) < wanted:
             self.queue_empty = True
         deal(claimed, rooms)
+        for done in finished:
+            log_completion(done)
         return finished
 
     def rooms(self, children: Iterable[ChildProcess], config: Any) -> dict[ChildProcess, int]:
@@ -103,8 +103,11 @@ def deal(claimed: list[Job], rooms: dict[ChildProcess, int]) -> None:
             child.flush()
 
 
-def give_back_returned(upkeep: Upkeep, child: ChildProcess) -> None:
-    """The jobs the child gave back unstarted go back to their queue, uncharged."""
-    returned, child.returned = child.returned, []
-    for lease in returned:
-        upkeep.hand_back(lease, RETURNED, False)
+def log_completion(finished: FinishedJob) -> None:
+    """A handed job's completion, written by us: logged as its worker would have."""
+    job_id, job_type = finished.job.lease.job_id, finished.job.type
+    if finished.outcome is Outcome.DONE:
+        event(Event.JOB_COMPLETED, job_id=job_id, type=job_type,
+              elapsed_ms=round(finished.seconds * 1000, 1))
+    else:
+        event(Event.JOB_LEASE_LOST, job_id=job_id, type=job_type)

@@ -43,11 +43,12 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
                            count, FORKED_PER_JOB)
 
 
-def write_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int, why: str
-                    ) -> tuple[list[FinishedJob], list[Job]]:
+def write_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int,
+                    why: Optional[str]) -> tuple[list[FinishedJob], list[Job]]:
     """Write the completions the children left to us and claim up to count jobs for
     them, in one round trip: (the jobs finished, the jobs claimed); nothing while the
-    database is away (the completions wait for the next try)."""
+    database is away (the completions wait for the next try). Logged as written by us,
+    for why, unless why is None (the caller logs them)."""
     owing = [child for child in children if child.unsaved]
     unsaved = [finished for child in owing for finished in child.unsaved.values()]
     answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count, why)

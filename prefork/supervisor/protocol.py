@@ -40,7 +40,7 @@ class Kind(str, enum.Enum):
     IDLE = "idle"          # the running job ended, with this outcome
     SAVED = "saved"        # the unsaved completions are written; these ids were lost
     RETIRE = "retire"      # recycle me (max-items, max-memory) when it suits the pool
-    RETURNED = "returned"  # jobs you handed me, given back unstarted
+    RETURNED = "returned"  # jobs you handed me, released unstarted
     DATABASE_FAILED = "database_failed"   # I exit: the database failed me, not my job
 
     def __str__(self) -> str:
@@ -145,8 +145,9 @@ class Retire:
 
 @dataclass(frozen=True)
 class Returned:
-    """Jobs the parent handed (claimer = supervisor) that the child gives back
-    unstarted: it stops, retires, or ran a slow job while they waited."""
+    """Jobs the parent handed (claimer = supervisor) that the child released
+    unstarted (it stops, retires, or ran a slow job while they waited): no longer
+    held for it. Those alone: the parent may have handed more since."""
     kind: ClassVar[Kind] = Kind.RETURNED
     leases: tuple[Lease, ...]
 

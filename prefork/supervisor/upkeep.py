@@ -173,7 +173,8 @@ class Upkeep:
         return set(completed)
 
     def complete_and_claim(self, jobs: Sequence[RunningJob], count: int,
-                           why: str = FORKED_PER_JOB) -> Optional[tuple[set[int], list[Job]]]:
+                           why: Optional[str] = FORKED_PER_JOB
+                           ) -> Optional[tuple[set[int], list[Job]]]:
         """Complete the children's jobs that ran to success, and claim up to count
         jobs to hand to children, in one round trip: (ids completed, jobs claimed),
         or None when the database is away. The claims are in our name (host:pid):
@@ -185,7 +186,8 @@ class Upkeep:
             process_id=self.process_id, limit=count) if count else (store.complete_many(leases), []))
         if answer is False:
             return None
-        _log_completions(jobs, answer[0], why)
+        if why is not None:   # else the caller logs them
+            _log_completions(jobs, answer[0], why)
         return set(answer[0]), answer[1]
 
     def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:

@@ -24,9 +24,8 @@ class WorkerListener(Protocol):
     def saved(self, lost: Sequence[int]) -> None:
         """The unsaved completions were written; these job ids had lost their lease."""
 
-    def returned(self, leases: Sequence[Lease]) -> bool:
-        """Jobs the parent handed, given back unstarted: False when nobody took them
-        (the parent is gone), and the worker releases them itself."""
+    def returned(self, leases: Sequence[Lease]) -> None:
+        """Jobs the parent handed, released unstarted: no longer held for us."""
 
 
 class QuietListener:
@@ -47,5 +46,5 @@ class QuietListener:
     def saved(self, lost: Sequence[int]) -> None:
         pass
 
-    def returned(self, leases: Sequence[Lease]) -> bool:
-        return False
+    def returned(self, leases: Sequence[Lease]) -> None:
+        pass

@@ -200,13 +200,14 @@ class Worker:
             return
         held = list(self.held)
         self.held.clear()
-        if self.handed is not None and self.listener.returned([job.lease for job in held]):
-            return   # the parent's claims, back with it (it gives them back, or on)
         released = self.store.release_many(held)   # one transaction for all of them
         for job in held:
             if job.id in released:
                 event("claim_released", job_id=job.id, type=job.type)
-        self.listener.held([])
+        if self.handed is None:
+            self.listener.held([])
+        else:   # those alone: the parent may have handed more since we looked
+            self.listener.returned([job.lease for job in held])
 
     def save_completions(self, completed_ids: Sequence[int]) -> None:
         """Log the outcome of the unsaved completions just written (the ids in
