@@ -100,3 +100,35 @@ def test_without_a_pipe_nothing_is_ever_cancelled():
     inbox.start(job(7), held=[])
     assert not inbox.receive([])
     inbox.check()
+
+
+def test_handed_a_job_still_in_the_pipe_is_cancelled_when_it_starts(pipe):
+    """Handed its jobs by the parent, a child may hear of a job's cancel before it has
+    read the job itself: the id is kept, and the job does not run when it starts. A
+    worker that claims for itself forgets such an id (a job over, not one to come)."""
+    handed = CancelInbox(pipe[0], handed=True)
+    handler = signal_handler(handed, held=lambda: [], running_handler=lambda: True)
+    handed.start(job(7), held=[])
+    send(pipe, 9)   # job 9 is in the job pipe, unread
+    handler(0, None)   # job 7 runs on
+    handed.start(job(9), held=[])
+    with pytest.raises(JobCancelled):
+        handed.check()
+    claiming = CancelInbox(pipe[0])
+    handler = signal_handler(claiming, held=lambda: [], running_handler=lambda: True)
+    claiming.start(job(7), held=[])
+    send(pipe, 9)
+    handler(0, None)
+    claiming.start(job(9), held=[])
+    claiming.check()
+
+
+def test_handed_the_ids_kept_are_bounded(pipe):
+    from prefork.worker.cancellation import KEPT_UNKNOWN
+    inbox = CancelInbox(pipe[0], handed=True)
+    handler = signal_handler(inbox, held=lambda: [], running_handler=lambda: False)
+    for start in range(0, 3 * KEPT_UNKNOWN, 500):
+        send(pipe, *range(start + 1000, start + 1500))
+        handler(0, None)
+    inbox.start(job(1), held=[])
+    assert len(inbox.held_cancelled) <= KEPT_UNKNOWN
