@@ -4,7 +4,8 @@ wake-up pipe (protocol.encode_job), and writes the completions they report with
 its next claim, in the same commit.
 
 Each child is handed as much work as a worker would hold (job_time.batch_size at
-the jobs' recent time), the one it runs included, within its max-items. A handed
+the jobs' recent time), the one it runs included, within its max-items, and
+handed more once it is down to half of that. A handed
 job is held for the child from the claim on (children.ChildProcess.held): its
 lease is extended with the others', and it goes back at once, uncharged, when the
 child dies; the child releases those it will not run (a stop, a retirement, a
@@ -12,6 +13,7 @@ slow job) and says which (protocol.Returned). Only a look that found
 the queues empty makes us wait for a wake-up (the doorbell, the wake-up port) or
 the next poll before claiming again.
 """
+import time
 from typing import Any, Iterable, Optional
 
 from ..events import Event
@@ -22,6 +24,11 @@ from . import leases
 from .children import ChildProcess, FinishedJob
 from .protocol import encode_job
 from .upkeep import Upkeep
+
+# A child's hand is filled again once it holds this share of a full hand or less:
+# claims come in batches, not one job per job ended. Completions that no claim
+# carries are written once the oldest has waited HOLD_BUDGET.
+REFILL_AT = 0.5
 
 class Handing:
     def __init__(self) -> None:
@@ -53,7 +60,9 @@ class Handing:
         rooms = self.rooms(children, config) if claiming and not self.queue_empty else {}
         wanted = sum(rooms.values())
         owing = [child for child in children if child.handed and child.unsaved]
-        if not (owing or wanted) or upkeep.pulse.silent(config):
+        write_at = next_write_at(owing)
+        due = wanted or (write_at is not None and (write_at <= time.monotonic() or not claiming))
+        if not due or upkeep.pulse.silent(config):
             return []   # silent, our children would not start what we hand
         finished, claimed = leases.write_and_claim(upkeep, owing, wanted, None)
         if wanted and len(claimed) < wanted:
@@ -69,14 +78,22 @@ class Handing:
                           config.claim_batch)
         rooms = {}
         for child in children:
-            if not _takes_jobs(child):
+            in_hand = len(child.held) + (child.job is not None)
+            if not _takes_jobs(child) or in_hand > hand * REFILL_AT:
                 continue
-            room = hand - len(child.held) - (child.job is not None)
+            room = hand - in_hand
             if child.max_items:
                 room = min(room, child.max_items - child.jobs_started - len(child.held))
             if room > 0:
                 rooms[child] = room
         return rooms
+
+
+def next_write_at(children: Iterable[ChildProcess]) -> Optional[float]:
+    """When the completions the children left us are due to be written without a
+    claim (None: none waits): their jobs read done soon, as a batch's do."""
+    waiting = [child.unsaved_since for child in children if child.handed and child.unsaved]
+    return min(waiting) + HOLD_BUDGET if waiting else None
 
 
 def _takes_jobs(child: ChildProcess) -> bool:

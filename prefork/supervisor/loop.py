@@ -32,7 +32,7 @@ from ..wakeups.listening import Listeners
 from ..wakeups.waker import Waker
 from . import decisions, leases, startup
 from .children import ChildProcess, Deadline, FinishedJob, describe_status
-from .handing import Handing
+from .handing import Handing, next_write_at
 from .reconfigure import load_new_config, warn_overridden
 from .pool import Pool
 from .protocol import Ready
@@ -184,6 +184,8 @@ class Supervisor:
         deadlines += [c.deadline.at for c in self.children.values() if c.deadline]
         deadlines += [c.unsaved_since + decisions.WRITE_BEHIND_AFTER
                       for c in self.children.values() if c.unsaved]
+        write_at = next_write_at(self.children.values())   # claimer = supervisor
+        deadlines += [] if write_at is None else [write_at]
         size = self.upkeep.heartbeat.pool_size(self.target, self.children.values())
         if self.state is Phase.RUNNING and len(self.pool.wanted()) < size \
                 and not self.pool.probing():
