@@ -105,7 +105,7 @@ class _Recorder:
     def failed(self, job: Job, exc: BaseException) -> None:
         self.summary.errors[job.id] = exc
 
-    def idle(self, outcome: Outcome) -> None:
+    def idle(self, outcome: Outcome, seconds: float) -> None:
         job, self.running = self.running, None
         assert job is not None, "idle() without busy()"
         if outcome is Outcome.DONE:

@@ -196,12 +196,14 @@ def _run_handed(worker: Worker, pipe: "PipeListener") -> None:
     job = worker.held.popleft()
     job.bind(worker.store)
     worker.parent_completes = not worker.hooks.completes_alone()
+    began = time.monotonic()
     outcome = worker.process(job)[0]
+    ended = protocol.Idle(outcome, time.monotonic() - began)
     if worker.hooks.wanted(outcome):   # the parent learns the job ended before they run
-        pipe.send(protocol.Idle(outcome))
+        pipe.send(ended)
         worker.hooks.run(job, outcome)
     else:
-        pipe.defer(protocol.Idle(outcome))   # goes with our Retire
+        pipe.defer(ended)   # goes with our Retire
     event("worker_stopped", processed=worker.processed, worker=worker.identity)
 
 
@@ -241,9 +243,9 @@ class PipeListener:
         if not self.handed:
             self.send(protocol.Waiting())
 
-    def idle(self, outcome: Outcome) -> None:
+    def idle(self, outcome: Outcome, seconds: float) -> None:
         self.title.show("idle")
-        self.send(protocol.Idle(outcome))
+        self.send(protocol.Idle(outcome, seconds))
 
     def saved(self, lost: Sequence[int]) -> None:
         self.send(protocol.Saved(tuple(lost)))

@@ -25,10 +25,11 @@ class FinishedJob:
     job: RunningJob
     outcome: Outcome
     ended: float   # monotonic
+    ran: Optional[float] = None   # seconds, as its child timed them (None: as we saw it)
 
     @property
     def seconds(self) -> float:
-        return self.ended - self.job.since
+        return self.ended - self.job.since if self.ran is None else self.ran
 
     def saved(self, completed: bool) -> "FinishedJob":
         """This unsaved job once its completion is written: done, or lost."""
@@ -116,8 +117,8 @@ class ChildProcess:
                 self.job = RunningJob(lease, job_type, queue, time.monotonic())
             case protocol.Waiting():
                 self.waiting = True
-            case protocol.Idle(outcome):
-                return self._job_ended(outcome)
+            case protocol.Idle(outcome, seconds):
+                return self._job_ended(outcome, seconds)
             case protocol.Saved(lost):
                 saved = [finished.saved(job_id not in lost)
                          for job_id, finished in self.unsaved.items()]
@@ -132,11 +133,11 @@ class ChildProcess:
                 self.charge_job = False
         return []
 
-    def _job_ended(self, outcome: Outcome) -> list[FinishedJob]:
+    def _job_ended(self, outcome: Outcome, seconds: float) -> list[FinishedJob]:
         running, self.job = self.job, None
         if running is None:   # a job given back before it started
             return []
-        finished = FinishedJob(running, outcome, time.monotonic())
+        finished = FinishedJob(running, outcome, time.monotonic(), seconds)
         if outcome is Outcome.UNSAVED:   # its outcome comes with the Saved message
             self.unsaved[running.lease.job_id] = finished
             return []

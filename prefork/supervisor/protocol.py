@@ -37,7 +37,7 @@ class Kind(str, enum.Enum):
     HELD = "held"          # jobs claimed in a batch, not started (replaces the last list)
     BUSY = "busy"          # running this job now
     WAITING = "waiting"    # no job ready: wake me when there is one
-    IDLE = "idle"          # the running job ended, with this outcome
+    IDLE = "idle"          # the running job ended, with this outcome, after so many seconds
     SAVED = "saved"        # the unsaved completions are written; these ids were lost
     RETIRE = "retire"      # recycle me (max-items, max-memory) when it suits the pool
     RETURNED = "returned"  # jobs you handed me, released unstarted
@@ -108,13 +108,14 @@ class Waiting:
 class Idle:
     kind: ClassVar[Kind] = Kind.IDLE
     outcome: Outcome
+    seconds: float   # as the child timed it: we may read the messages late
 
     def fields(self) -> list[Any]:
-        return [self.outcome.value]
+        return [self.outcome.value, round(self.seconds, 6)]
 
     @classmethod
-    def from_fields(cls, outcome: str) -> "Idle":
-        return cls(Outcome(outcome))
+    def from_fields(cls, outcome: str, seconds: float) -> "Idle":
+        return cls(Outcome(outcome), float(seconds))
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ class WorkerListener(Protocol):
     def waiting(self) -> None:
         """No job ready: about to sleep until woken (or to say so again)."""
 
-    def idle(self, outcome: Outcome) -> None:
-        """The job just run ended with this outcome."""
+    def idle(self, outcome: Outcome, seconds: float) -> None:
+        """The job just run ended with this outcome, after this many seconds."""
 
     def saved(self, lost: Sequence[int]) -> None:
         """The unsaved completions were written; these job ids had lost their lease."""
@@ -40,7 +40,7 @@ class QuietListener:
     def waiting(self) -> None:
         pass
 
-    def idle(self, outcome: Outcome) -> None:
+    def idle(self, outcome: Outcome, seconds: float) -> None:
         pass
 
     def saved(self, lost: Sequence[int]) -> None:

@@ -139,9 +139,9 @@ class Worker:
                 self.limited.woke(woken)
                 continue
             idle_sleep = self.idle_sleeps[0]
-            ran = job
+            ran, began = job, time.monotonic()
             outcome, job, queue_empty = self.process(job, chain_next)
-            self.listener.idle(outcome)
+            self.listener.idle(outcome, time.monotonic() - began)
             self.hooks.run(ran, outcome)   # committed, and the owner told: see hooks.py
             if job is None and enough():
                 break

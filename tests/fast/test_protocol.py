@@ -26,7 +26,7 @@ EXAMPLES = {
     Kind.HELD: [protocol.Held((lease(7), lease(8))), protocol.Held(())],
     Kind.BUSY: [protocol.Busy(lease(42), "email.send", "default")],
     Kind.WAITING: [protocol.Waiting()],
-    Kind.IDLE: [protocol.Idle(outcome) for outcome in Outcome],
+    Kind.IDLE: [protocol.Idle(outcome, 0.25) for outcome in Outcome],
     Kind.SAVED: [protocol.Saved((3, 5)), protocol.Saved(())],
     Kind.RETIRE: [protocol.Retire("max-items")],
     Kind.RETURNED: [protocol.Returned((lease(7), lease(9))), protocol.Returned(())],
@@ -63,7 +63,7 @@ def test_a_child_that_says_the_database_failed_it_does_not_charge_its_job():
 def test_decoded_leases_and_outcomes_are_typed():
     held = protocol.decode(protocol.encode(protocol.Held((lease(7),))).rstrip())
     assert isinstance(held.leases[0], Lease)
-    idle = protocol.decode(protocol.encode(protocol.Idle(Outcome.DEAD)).rstrip())
+    idle = protocol.decode(protocol.encode(protocol.Idle(Outcome.DEAD, 1.5)).rstrip())
     assert idle.outcome is Outcome.DEAD and idle.outcome == "dead"
 
 
@@ -87,7 +87,7 @@ def test_a_line_that_is_no_message_is_a_protocol_error():
 
 
 def test_the_reader_waits_for_the_end_of_a_line():
-    messages = [protocol.Busy(lease(1), "a", "default"), protocol.Idle(Outcome.DONE)]
+    messages = [protocol.Busy(lease(1), "a", "default"), protocol.Idle(Outcome.DONE, 0.001)]
     data = b"".join(protocol.encode(message) for message in messages)
     reader = protocol.LineReader(-1, protocol.decode)
     cut = len(data) // 3

@@ -337,8 +337,11 @@ def warm_batch(enqueue, store, clean_db):
 
 def test_a_dead_workers_done_but_unwritten_jobs_are_completed_by_the_parent(
         supervisor, warm_batch, clean_db, tmp_path):
+    # A batch the worker claimed itself (claimer = supervisor writes each completion
+    # as its child reports it: test_supervisor_claims.py).
     log = tmp_path / "tally.log"
-    sup = supervisor("--workers", "1", "--claim-batch", "8", "--max-crashes", "1")
+    sup = supervisor("--workers", "1", "--claim-batch", "8", "--max-crashes", "1",
+                     "--claimer", "worker")
     done, crash = warm_batch(("tally", {"log": str(log)}, 0), ("segv", {}, 1))
     wait_until(lambda: job_row(clean_db, crash)["status"] == "dead", timeout=10,
                message="the crashing job dead")

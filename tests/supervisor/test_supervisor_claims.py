@@ -70,11 +70,12 @@ def test_a_killed_childs_jobs_come_back_at_once(supervisor, enqueue_ledger, clea
     """SIGKILL a child with a job running and more handed to it: the running one comes
     back charged (a crash), the handed ones uncharged, long before the 300 s lease,
     and every job ends done once."""
-    jobs = 120
+    jobs = 400
     sup = supervisor("--workers", "2", *LONG_LEASE)
     sup.wait_event("worker_ready", count=2)
-    enqueue_ledger(jobs, "s", job_type="sleep", payload={"seconds": 0.004})
+    enqueue_ledger(jobs, "s", job_type="sleep", payload={"seconds": 0.01})   # 5 in a hand
     victim = sup.wait_event("job_claimed", timeout=30)[0]["pid"]
+    sup.wait_event("job_claimed", count=20, pid=victim, timeout=30)
     os.kill(victim, signal.SIGKILL)
     wait_until(lambda: count(clean_db, "status = 'done'") == jobs, timeout=60,
                message="every job done (one left reserved would wait 300 s)")

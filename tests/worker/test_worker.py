@@ -423,7 +423,7 @@ class RecordingListener:
     def waiting(self):
         self.reports.append(("waiting", None))
 
-    def idle(self, outcome):
+    def idle(self, outcome, seconds):
         self.reports.append(("idle", outcome))
 
     def saved(self, lost):
