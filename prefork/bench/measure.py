@@ -74,6 +74,17 @@ class Throughput:
         return self.counters[name] / self.jobs
 
 
+def measure_pool(db, queue, batch, pool, server, progress):
+    """measure_throughput of `batch` worked by `pool` (a BaselinePool), which is
+    started here and stopped whatever happens."""
+    try:
+        pool.start()
+        pool.wait_ready()
+        return measure_throughput(db, queue, batch, ProcessWatch(pool, server), progress)
+    finally:
+        pool.stop()
+
+
 def finish_deadline(jobs, expected_seconds=0.0):
     """Generous: a run slower than 20 jobs/s plus a minute (past the seconds a rate
     limit makes it take) is broken, not slow."""

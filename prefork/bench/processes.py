@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
@@ -20,7 +21,7 @@ from ..config import Config
 from ..settings import SETTINGS
 from ..errors import UserError
 from ..process_signals import block_stop_signals, die_with_parent, preexec_die_with_parent
-from ..store.mysql.bench import textbook_loop
+from ..store.mysql.bench import ceiling_loop, textbook_loop
 
 # A loop of the baseline's kind: (config, queue, should_stop=, on_ready=) -> jobs completed.
 Loop = Callable[..., int]
@@ -307,6 +308,13 @@ class BaselinePool:
         if self.ready_fd is not None:
             os.close(self.ready_fd)
             self.ready_fd = None
+
+
+def ceiling_pool(config: Config, queue: str, workers: int) -> BaselinePool:
+    """The ceiling in `workers` processes: the bare batched SQL loop, batches of the
+    supervisor's claim_batch."""
+    return BaselinePool(config, queue, workers, partial(ceiling_loop, batch=config.claim_batch),
+                        label="ceiling")
 
 
 def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd: int) -> None:
