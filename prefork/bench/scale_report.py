@@ -21,7 +21,8 @@ SCENARIOS = {
                     "the jobs in the first", ">= 0.9x"),
     "many_workers": ("no-op jobs, a supervisor of each claim design (claimer) at each worker "
                      "count, then the ceiling (the bare batched SQL loop in as many processes, "
-                     "no supervisor)", f"the same design's {BASE_WORKERS} workers",
+                     "no supervisor)", f"the same design's {BASE_WORKERS} workers (of "
+                     f"{BASE_WORKERS}) and the ceiling at the same count (of ceiling)",
                      f">= 1.0x the ceiling at {BASE_WORKERS} workers, >= 0.8x of "
                      f"{BASE_WORKERS} at 32, >= 0.7x of {BASE_WORKERS} at 64"),
     "many_supervisors": (f"{SUPERVISORS} supervisors x {WORKERS_EACH} workers",
