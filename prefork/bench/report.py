@@ -63,7 +63,7 @@ MYSQL_NOTES = (
     "run, the bench's own statements taken out; idle stmts/s likewise, with the queue empty.",
     "ceiling: the bare batched SQL loop in N processes, no supervisor: each transaction "
     "completes the batch it ran and claims the next claim_batch jobs (plain statements, "
-    "10 ms polls when idle); of ceiling: ours / ceiling jobs/s.",
+    "from the batch's commit on, 10 ms polls when idle); of ceiling: ours / ceiling jobs/s.",
 )
 
 BUSY_SERVER = 1.0           # stmts/s of other clients worth a warning
