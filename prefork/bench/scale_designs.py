@@ -8,10 +8,10 @@ between them.
   then the ceiling (the bare batched SQL loop in as many processes, no
   supervisor): a row per design and count, against the same design's BASE_WORKERS
   figure and against the ceiling at that count;
-- effects: `jobs` jobs writing one row each inside job.transaction() with each of
-  EFFECTS_WORKERS workers, each design: a row per design and count, against the
-  durable single-row commit rate of as many connections (the bench creates the
-  table and drops it afterwards).
+- effects: `effects_jobs` jobs writing one row each inside job.transaction() with
+  each of EFFECTS_WORKERS workers, each design: a row per design and count,
+  against the durable single-row commit rate of as many connections (the bench
+  creates the table and drops it afterwards).
 
 Each row names the target of issue 31 it checks (TARGETS) and whether it was met."""
 from typing import Any, Dict, List, Tuple
@@ -79,8 +79,8 @@ def effects(parts: ScaleParts) -> List[Dict[str, Any]]:
 
 
 def _effects_run(parts: ScaleParts, workers: int, claimer: str) -> Throughput:
-    """`jobs` effect jobs, each of which must have written its row."""
-    jobs = parts.plan.jobs
+    """`effects_jobs` effect jobs, each of which must have written its row."""
+    jobs = parts.plan.effects_jobs
     parts.phase(f"scale: {jobs:,} jobs writing a row each, {workers} workers, claimer {claimer}")
     batch = [new_job(EFFECT, {}, queue=parts.queue)] * jobs
     before = parts.db.effects_written()

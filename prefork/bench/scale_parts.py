@@ -20,6 +20,9 @@ BASE_WORKERS = 8
 CLAIMERS = ("worker", "supervisor")
 MANY_WORKERS = (BASE_WORKERS, 32, 64)    # the many-workers rows' worker counts
 EFFECTS_WORKERS = (BASE_WORKERS, 32)     # the effects rows'
+# Jobs of an effects run at most (fewer with a smaller --jobs): each commits on its
+# own, at a third of a no-op job's rate or less, and four runs must not take minutes.
+EFFECTS_JOBS = 10_000
 EFFECTS_WINDOW = 3.0
 
 
@@ -47,9 +50,15 @@ class ScalePlan:
                 "many_workers": self.jobs * len(MANY_WORKERS) * (designs + 1),   # + ceiling
                 "many_supervisors": 2 * self.jobs, "slow_jobs": self.slow_jobs,
                 "slow_jobs_1s": self.long_jobs, "fork_per_job": self.slow_jobs,
-                "delayed": 2 * self.jobs, "effects": self.jobs * len(EFFECTS_WORKERS) * designs,
+                "delayed": 2 * self.jobs,
+                "effects": self.effects_jobs * len(EFFECTS_WORKERS) * designs,
                 "bulk_enqueue": 0, "enqueue_one": 0}
         return sum(jobs[name] for name in self.scenarios)
+
+    @property
+    def effects_jobs(self) -> int:
+        """Jobs of each effects run: `jobs`, at most EFFECTS_JOBS."""
+        return min(self.jobs, EFFECTS_JOBS)
 
     @property
     def long_jobs(self) -> int:
