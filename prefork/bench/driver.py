@@ -7,7 +7,6 @@ import shutil
 import signal
 import sys
 import tempfile
-from functools import partial
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,6 @@ from ..limits.rules import Rate, parse_rate
 from ..logs import error_class
 from ..progress import Progress
 from ..store import driver_errors
-from ..store.mysql.bench import ceiling_loop
 from .backlog import Backlog, BacklogPlan
 from .cross_host import run_cross_host
 from .database import BenchDatabase
@@ -31,13 +29,15 @@ from .measure import (
     measure_background,
     measure_idle_load,
     measure_pickups,
+    measure_pool,
     measure_throughput,
     noop_batch,
     wait_settled,
 )
-from .processes import BaselinePool, bench_supervisor, supervisor_env
+from .processes import BaselinePool, bench_supervisor, ceiling_pool, supervisor_env
 from .report import MYSQL_NOTES, MYSQL_ONLY, NOTES, ROW_KEYS, make_row, render_json, render_table
-from .scale import ScalePlan, ScaleScenarios, scale_queues
+from .scale import ScaleScenarios, scale_queues
+from .scale_parts import ScalePlan, chosen_claimers
 from .scale_report import with_targets
 from .topologies import TopologyPlan, run_topologies
 from .workflows import WorkflowPlan, WorkflowScenarios, callback_queue
@@ -111,7 +111,8 @@ class Bench:
         self.topology_plan = TopologyPlan(plan.cluster_dsns, max(plan.workers), plan.jobs,
                                           plan.payload_bytes)
         self.scale_plan = ScalePlan(plan.jobs, plan.slow_jobs, plan.delayed, plan.payload_bytes,
-                                    config.max_payload_bytes, plan.scale)
+                                    config.max_payload_bytes, plan.scale,
+                                    chosen_claimers(config))
         self.workflow_plan = WorkflowPlan(max(plan.workers), plan.group_size, plan.groups,
                                           plan.chain_steps, plan.payload_bytes,
                                           config.max_payload_bytes)
@@ -188,20 +189,12 @@ class Bench:
         return self.run_pool(workers, BaselinePool(self.config, self.queue, workers))
 
     def run_ceiling(self, workers):
-        """The bare batched SQL loop, batches of the supervisor's claim_batch."""
-        loop = partial(ceiling_loop, batch=self.config.claim_batch)
-        return self.run_pool(workers, BaselinePool(self.config, self.queue, workers, loop,
-                                                   label="ceiling"))
+        return self.run_pool(workers, ceiling_pool(self.config, self.queue, workers))
 
     def run_pool(self, workers, pool):
         self._phase(f"{_workers(workers)}: {pool.label}, {self.plan.jobs:,} jobs")
-        try:
-            pool.start()
-            pool.wait_ready()
-            watch = ProcessWatch(pool, self.server)
-            throughput = measure_throughput(self.db, self.queue, self.batch, watch, self.progress)
-        finally:
-            pool.stop()
+        throughput = measure_pool(self.db, self.queue, self.batch, pool, self.server,
+                                  self.progress)
         self.db.delete_queue(self.queue)
         return throughput
 

@@ -74,6 +74,19 @@ class Throughput:
         return self.counters[name] / self.jobs
 
 
+def measure_pool(db, queue, batch, pool, server, progress):
+    """measure_throughput of `batch` worked by `pool` (a BaselinePool), which is
+    started here, released (if gated) once the batch is committed, and stopped
+    whatever happens."""
+    try:
+        pool.start()
+        pool.wait_ready()
+        return measure_throughput(db, queue, batch, ProcessWatch(pool, server), progress,
+                                  on_committed=pool.release)
+    finally:
+        pool.stop()
+
+
 def finish_deadline(jobs, expected_seconds=0.0):
     """Generous: a run slower than 20 jobs/s plus a minute (past the seconds a rate
     limit makes it take) is broken, not slow."""
@@ -81,16 +94,19 @@ def finish_deadline(jobs, expected_seconds=0.0):
 
 
 def measure_throughput(db, queue, batch, watch, progress, expected_seconds=0.0,
-                       unfinished=None):
+                       unfinished=None, on_committed=None):
     """Enqueue `batch` in one transaction, then count until none of it is unfinished.
     watch() runs at every count (it checks the processes, samples memory);
     watch.cpu_seconds() is the CPU time of the processes working the queue.
     expected_seconds: how long a rate limit makes the batch take, at least.
-    unfinished: how the count is taken (default: db.unfinished(queue))."""
+    unfinished: how the count is taken (default: db.unfinished(queue)).
+    on_committed: called once the batch is committed, in the time measured."""
     before, cpu_before = db.counters(), watch.cpu_seconds()
     started = time.monotonic()
     db.enqueue_many(batch)
     committed, committed_at = time.monotonic(), time.time()
+    if on_committed is not None:
+        on_committed()
     wait_finished(db, queue, len(batch), watch, progress, FINISH_POLL,
                   finish_deadline(len(batch), expected_seconds), unfinished)
     finished = time.monotonic()

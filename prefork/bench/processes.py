@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
@@ -20,7 +21,7 @@ from ..config import Config
 from ..settings import SETTINGS
 from ..errors import UserError
 from ..process_signals import block_stop_signals, die_with_parent, preexec_die_with_parent
-from ..store.mysql.bench import textbook_loop
+from ..store.mysql.bench import ceiling_loop, textbook_loop
 
 # A loop of the baseline's kind: (config, queue, should_stop=, on_ready=) -> jobs completed.
 Loop = Callable[..., int]
@@ -241,28 +242,43 @@ def _ticked_cpu_seconds(pid: int) -> float:
 
 class BaselinePool:
     """N forked processes running the textbook loop (or another `loop`, e.g. the
-    ceiling's) on the scratch queue."""
+    ceiling's) on the scratch queue. Gated, they connect and then wait for
+    release() before their loops begin."""
 
     def __init__(self, config: Config, queue: str, workers: int, loop: Loop = textbook_loop,
-                 label: str = "baseline") -> None:
+                 label: str = "baseline", gated: bool = False) -> None:
         self.config, self.queue, self.workers = config, queue, workers
-        self.loop, self.label = loop, label
+        self.loop, self.label, self.gated = loop, label, gated
         self.pids: List[int] = []
         self.ready_fd: Optional[int] = None
+        self.gate_fd: Optional[int] = None   # gated: a pipe's write end; closed, they go
 
     def start(self) -> None:
         read_fd, write_fd = os.pipe()
         self.ready_fd = read_fd
+        gate_read: Optional[int] = None
+        if self.gated:
+            gate_read, self.gate_fd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
         for _ in range(self.workers):
             pid = os.fork()
             if pid == 0:
-                os.close(read_fd)
+                for fd in (read_fd, self.gate_fd):   # the gate opens only at its last close
+                    if fd is not None:
+                        os.close(fd)
                 _baseline_child(self.loop, self.label, self.config, self.queue,
-                                write_fd)   # never returns
+                                write_fd, gate_read)   # never returns
             self.pids.append(pid)
         os.close(write_fd)
+        if gate_read is not None:
+            os.close(gate_read)
+
+    def release(self) -> None:
+        """A gated pool's processes begin their loops, all at once; else nothing."""
+        if self.gate_fd is not None:
+            os.close(self.gate_fd)
+            self.gate_fd = None
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Until every process has its connection open (one byte each on the pipe)."""
@@ -294,6 +310,7 @@ class BaselinePool:
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM (each finishes its job), wait; past the deadline SIGKILL."""
+        self.release()   # a process at the gate takes no signal: it reads the gate again
         for pid in self.pids:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -309,7 +326,18 @@ class BaselinePool:
             self.ready_fd = None
 
 
-def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd: int) -> None:
+def ceiling_pool(config: Config, queue: str, workers: int) -> BaselinePool:
+    """The ceiling in `workers` processes: the bare batched SQL loop, batches of the
+    supervisor's claim_batch. Gated (measure_pool lets it go once the batch is
+    committed): its polls, every 10 ms each, walk the rows of an enqueue not yet
+    committed one by one (SKIP LOCKED skips them), and those of 64 processes held a
+    20,000-job enqueue past the read timeout."""
+    return BaselinePool(config, queue, workers, partial(ceiling_loop, batch=config.claim_batch),
+                        label="ceiling", gated=True)
+
+
+def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd: int,
+                    gate_fd: Optional[int]) -> None:
     """A forked baseline process: `loop` until SIGTERM; never returns."""
     code = 1
     try:
@@ -317,7 +345,8 @@ def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the bench's to handle
         signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
         die_with_parent()
-        loop(config, queue, should_stop=lambda: bool(stopping), on_ready=lambda: _ready(ready_fd))
+        loop(config, queue, should_stop=lambda: bool(stopping),
+             on_ready=lambda: _ready(ready_fd, gate_fd))
         code = 0
     except BaseException as exc:   # never fall back into the bench's code
         os.write(2, f"{label} process: {type(exc).__name__}\n".encode())
@@ -325,8 +354,14 @@ def _baseline_child(loop: Loop, label: str, config: Config, queue: str, ready_fd
         os._exit(code)
 
 
-def _ready(ready_fd: int) -> None:
+def _ready(ready_fd: int, gate_fd: Optional[int]) -> None:
+    """Tell the bench this process is connected; gated, wait for the gate to open
+    (nothing is written to it: its end of file)."""
     os.write(ready_fd, b"r")
+    if gate_fd is not None:
+        while os.read(gate_fd, 1):
+            pass
+        os.close(gate_fd)
 
 
 def _signal(pid: int, signum: int) -> None:

@@ -4,6 +4,7 @@ import textwrap
 
 from .measure import percentile
 from .scale_report import scale_lines
+from .text_table import number, pair, table_lines
 from .workflow_report import workflow_lines
 
 # The figures of a row, for --json and for the test that checks them all.
@@ -15,40 +16,26 @@ ROW_KEYS = ("workers", "enqueue_per_s", "ours_jobs_per_s", "baseline_jobs_per_s"
             "server_cpu_ms_per_job", "baseline_server_cpu_ms_per_job",
             "parent_rss_mib", "child_rss_mib", "child_uss_mib")
 
-
-def _number(key, fmt):
-    return lambda row: "-" if row.get(key) is None else fmt.format(row[key])
-
-
-def _pair(first, second, fmt="{:.1f}"):
-    """One cell for two figures: "61.2/4.3" ("-" for a missing one)."""
-    def text(row):
-        if row.get(first) is None:
-            return "-"
-        return "/".join(_number(key, fmt)(row) for key in (first, second))
-    return text
-
-
 # (header, cell text of a row) of each column of the table, in order.
 COLUMNS = (
-    ("workers", _number("workers", "{:d}")),
-    ("enqueue/s", _number("enqueue_per_s", "{:,.0f}")),
-    ("ours jobs/s", _number("ours_jobs_per_s", "{:,.0f}")),
-    ("baseline jobs/s", _number("baseline_jobs_per_s", "{:,.0f}")),
-    ("ratio", _number("ratio", "{:.2f}x")),
-    ("ceiling jobs/s", _number("ceiling_jobs_per_s", "{:,.0f}")),
-    ("of ceiling", _number("ceiling_ratio", "{:.2f}x")),
-    ("pickup p50 ms", _number("pickup_p50_ms", "{:.1f}")),
-    ("p99 ms", _number("pickup_p99_ms", "{:.1f}")),
-    ("polled p50/p99 ms", _pair("polled_pickup_p50_ms", "polled_pickup_p99_ms")),
-    ("stmts/job", _number("stmts_per_job", "{:.2f}")),
-    ("commits/job", _number("commits_per_job", "{:.2f}")),
-    ("idle stmts/s", _number("idle_stmts_per_s", "{:.1f}")),
-    ("client CPU ms/job ours/base", _pair("cpu_ms_per_job", "baseline_cpu_ms_per_job", "{:.2f}")),
-    ("server CPU ms/job ours/base", _pair("server_cpu_ms_per_job",
+    ("workers", number("workers", "{:d}")),
+    ("enqueue/s", number("enqueue_per_s", "{:,.0f}")),
+    ("ours jobs/s", number("ours_jobs_per_s", "{:,.0f}")),
+    ("baseline jobs/s", number("baseline_jobs_per_s", "{:,.0f}")),
+    ("ratio", number("ratio", "{:.2f}x")),
+    ("ceiling jobs/s", number("ceiling_jobs_per_s", "{:,.0f}")),
+    ("of ceiling", number("ceiling_ratio", "{:.2f}x")),
+    ("pickup p50 ms", number("pickup_p50_ms", "{:.1f}")),
+    ("p99 ms", number("pickup_p99_ms", "{:.1f}")),
+    ("polled p50/p99 ms", pair("polled_pickup_p50_ms", "polled_pickup_p99_ms")),
+    ("stmts/job", number("stmts_per_job", "{:.2f}")),
+    ("commits/job", number("commits_per_job", "{:.2f}")),
+    ("idle stmts/s", number("idle_stmts_per_s", "{:.1f}")),
+    ("client CPU ms/job ours/base", pair("cpu_ms_per_job", "baseline_cpu_ms_per_job", "{:.2f}")),
+    ("server CPU ms/job ours/base", pair("server_cpu_ms_per_job",
                                           "baseline_server_cpu_ms_per_job", "{:.2f}")),
-    ("parent RSS MiB", _number("parent_rss_mib", "{:.1f}")),
-    ("child RSS/USS MiB", _pair("child_rss_mib", "child_uss_mib")),
+    ("parent RSS MiB", number("parent_rss_mib", "{:.1f}")),
+    ("child RSS/USS MiB", pair("child_rss_mib", "child_uss_mib")),
 )
 MYSQL_ONLY = ("baseline_jobs_per_s", "ratio", "ceiling_jobs_per_s", "ceiling_ratio",
               "stmts_per_job", "commits_per_job",
@@ -76,7 +63,7 @@ MYSQL_NOTES = (
     "run, the bench's own statements taken out; idle stmts/s likewise, with the queue empty.",
     "ceiling: the bare batched SQL loop in N processes, no supervisor: each transaction "
     "completes the batch it ran and claims the next claim_batch jobs (plain statements, "
-    "10 ms polls when idle); of ceiling: ours / ceiling jobs/s.",
+    "from the batch's commit on, 10 ms polls when idle); of ceiling: ours / ceiling jobs/s.",
 )
 
 BUSY_SERVER = 1.0           # stmts/s of other clients worth a warning
@@ -158,13 +145,8 @@ def render_json(report):
 
 
 def render_table(report):
-    cells = [[header for header, _ in COLUMNS]]
-    cells += [[text(row) for _, text in COLUMNS] for row in report["rows"]]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(text.rjust(width) for text, width in zip(line, widths))
-             for line in cells]
-    return "\n".join(lines + [""] + _limit_lines(report.get("limits"))
-                     + scale_lines(report.get("scale"))
+    return "\n".join(table_lines(COLUMNS, report["rows"]) + [""]
+                     + _limit_lines(report.get("limits")) + scale_lines(report.get("scale"))
                      + workflow_lines(report.get("workflows")) + _footer(report))
 
 

@@ -92,9 +92,12 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
                             "(default 10): RATE x S jobs.")
     group.add_argument("--scale", nargs="?", const=SCENARIO_NAMES, type=_scenarios,
                        metavar="SCENARIO,...",
-                       help="Also run the scale scenarios (MySQL only): 20 queues, 32 workers "
-                            "against 8, 4 supervisors against 1, slow jobs, fork per job, "
-                            "delayed jobs in the worked queue, effects, bulk enqueue against a "
+                       help="Also run the scale scenarios (MySQL only): 20 queues, 8, 32 "
+                            "and 64 workers against 8 and against the bare batched SQL loop, "
+                            "4 supervisors against 1, slow jobs, fork per job, delayed jobs in "
+                            "the worked queue, effects at 8 and 32 workers against the commit "
+                            "rate (those two for each claim design, or only the --claimer "
+                            "given), bulk enqueue against a "
                             "bare multi-row INSERT, one-job enqueues against the fastest "
                             "installed peer (huey, django-q2, django-tasks-db, Celery); or only "
                             "those named: "

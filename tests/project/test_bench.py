@@ -14,10 +14,13 @@ from conftest import cli_env, run_cli, scalar, wait_until
 import pymysql.cursors
 
 from prefork.bench.report import MYSQL_ONLY, ROW_KEYS, render_table
-from prefork.bench.scale_report import SCALE_KEYS, SCENARIOS
+from prefork.bench.scale_parts import CLAIMERS
+from prefork.bench.scale_report import DESIGN_COLUMNS, SCALE_KEYS, SCENARIOS
+from prefork.settings import SETTINGS
 from prefork.bench.peers import PEERS
 from prefork.store.mysql.bench import BENCH_BARE_INSERT, PEERS_DATABASE
 
+CLAIMER = next(setting for setting in SETTINGS if setting.name == "claimer")
 SCRATCH_ROWS = "SELECT COUNT(*) FROM prefork_jobs WHERE queue LIKE 'bench-%%'"
 
 
@@ -156,19 +159,31 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert_sane_row(report["rows"][0], 1)   # the plain row as without --scale
-    rows = {row["scenario"]: row for row in report["scale"]}
-    assert list(rows) == list(SCENARIOS)
-    for name, row in rows.items():
-        assert set(SCALE_KEYS) <= set(row), name
-        assert row["jobs_per_s"] > 0 and row["target"] == SCENARIOS[name][2], name
-        if SCENARIOS[name][1] is None or row.get("reference", "") is None:
-            # fork per job: no reference; enqueue one: no peer installed
-            assert row["ratio"] is None and row["reference_jobs_per_s"] is None
-        else:
-            assert row["ratio"] == pytest.approx(row["jobs_per_s"] / row["reference_jobs_per_s"])
+    by_scenario = {}
+    for row in report["scale"]:
+        by_scenario.setdefault(row["scenario"], []).append(row)
+    assert list(by_scenario) == list(SCENARIOS)
+    for name, scenario_rows in by_scenario.items():
+        for row in scenario_rows:
+            assert set(SCALE_KEYS) <= set(row), name
+            assert row["jobs_per_s"] > 0, name
+            if SCENARIOS[name][1] is None or row.get("reference", "") is None:
+                # fork per job: no reference; enqueue one: no peer installed
+                assert row["ratio"] is None and row["reference_jobs_per_s"] is None
+            else:
+                assert row["ratio"] == pytest.approx(row["jobs_per_s"]
+                                                     / row["reference_jobs_per_s"])
+    rows = {name: scenario_rows[0] for name, scenario_rows in by_scenario.items()}
+    for name in set(SCENARIOS) - set(DESIGN_COLUMNS):   # a row each, no design chosen
+        assert len(by_scenario[name]) == 1, name
+        assert (rows[name]["claimer"], rows[name]["target"], rows[name]["target_met"]) == \
+            (None, SCENARIOS[name][2], None), name
     assert [rows[name]["jobs"] for name in SCENARIOS] == [200, 200, 200, 24, 8, 24, 200, 200,
                                                           200, 200]
-    assert (rows["many_workers"]["workers"], rows["many_supervisors"]["supervisors"]) == (32, 4)
+    assert_many_workers_rows(by_scenario["many_workers"], CLAIMERS)
+    assert_effects_rows(by_scenario["effects"], CLAIMERS)
+    assert {row["jobs"] for row in by_scenario["many_workers"] + by_scenario["effects"]} == {200}
+    assert rows["many_supervisors"]["supervisors"] == 4
     assert rows["slow_jobs"]["reference_jobs_per_s"] == pytest.approx(8 / 0.05)
     assert rows["slow_jobs_1s"]["reference_jobs_per_s"] == pytest.approx(8 / 1.0)
     assert rows["delayed"]["delayed"] == 300
@@ -193,6 +208,67 @@ def test_bench_scale_reports_a_row_per_scenario_against_its_reference(migrated, 
     section = render_table(report).split("scale (--scale)")[1].split("\n\n")[0]
     assert [line.split(":")[0] for line in section.splitlines() if line.startswith("- ")] == \
         ["- " + name.replace("_", " ") for name in SCENARIOS]
+    # The designs' tables: a header and a line per row, each naming its target and
+    # whether it was met.
+    table = [line.split() for line in section.splitlines() if line.startswith("    ")]
+    assert [line[:2] for line in table] == (
+        [["workers", "claimer"]] + [[str(workers), claimer] for workers in (8, 32, 64)
+                                    for claimer in CLAIMERS]
+        + [["workers", "claimer"]] + [[str(workers), claimer] for workers in (8, 32)
+                                      for claimer in CLAIMERS])
+    assert {line[-1] for line in table if line[0] != "workers"} <= {"met", "missed"}
+
+
+def assert_many_workers_rows(many_workers, claimers):
+    """One per worker count and design, in that order, each against its design's 8
+    workers and the ceiling at its count, checking its target."""
+    assert [(row["workers"], row["claimer"]) for row in many_workers] == \
+        [(workers, claimer) for workers in (8, 32, 64) for claimer in claimers]
+    base = {row["claimer"]: row["jobs_per_s"] for row in many_workers if row["workers"] == 8}
+    ceilings = {}
+    for row in many_workers:
+        assert row["reference_jobs_per_s"] == base[row["claimer"]]
+        assert row["ceiling_ratio"] == pytest.approx(row["jobs_per_s"] / row["ceiling_jobs_per_s"])
+        ceilings.setdefault(row["workers"], row["ceiling_jobs_per_s"])
+        assert row["ceiling_jobs_per_s"] == ceilings[row["workers"]]   # one ceiling per count
+        assert row["ceiling_of_base"] == pytest.approx(ceilings[row["workers"]] / ceilings[8])
+        least, figure = {8: (1.0, row["ceiling_ratio"]), 32: (0.8, row["ratio"]),
+                         64: (0.7, row["ratio"])}[row["workers"]]
+        against = "the ceiling" if row["workers"] == 8 else "8 workers"
+        assert (row["target"], row["target_met"]) == (f">= {least}x of {against}",
+                                                      figure >= least), row
+
+
+def assert_effects_rows(effects, claimers):
+    """One per worker count and design, in that order, each against the commit rate of
+    as many connections, checking its target."""
+    assert [(row["workers"], row["claimer"]) for row in effects] == \
+        [(workers, claimer) for workers in (8, 32) for claimer in claimers]
+    commits = {}
+    for row in effects:
+        commits.setdefault(row["workers"], row["reference_jobs_per_s"])
+        assert row["reference_jobs_per_s"] == commits[row["workers"]] > 0
+        assert row["ratio"] == pytest.approx(row["jobs_per_s"] / row["reference_jobs_per_s"])
+        assert (row["target"], row["target_met"]) == (">= 0.7x of the commit rate",
+                                                      row["ratio"] >= 0.7), row
+        assert row["stmts_per_job"] > 0
+
+
+def test_bench_scale_runs_only_the_claimer_given(migrated, clean_db):
+    """--claimer (the setting) chooses one design for the designs' rows; without it
+    both run (the test above)."""
+    assert [CLAIMER.parse(name) for name in CLAIMERS] == list(CLAIMERS)
+    result = run_cli("bench", "--workers", "1", "--jobs", "30", "--pickups", "2", "--scale",
+                     "effects", "--claimer", "supervisor", "--json", dsn=migrated, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [(row["workers"], row["claimer"], row["jobs"]) for row in report["scale"]] == \
+        [(8, "supervisor", 30), (32, "supervisor", 30)]
+    assert_effects_rows(report["scale"], ("supervisor",))
+    phases = [line for line in result.stderr.splitlines() if "writing a row each" in line]
+    assert len(phases) == 2 and all("claimer supervisor" in line for line in phases), phases
+    assert scalar(clean_db, SCRATCH_ROWS) == 0
+    assert processes_of(report["queue"]) == []
 
 
 def test_bench_workflows_reports_the_group_and_the_chain_and_cleans_up(backend, db, request):
