@@ -250,10 +250,11 @@ SETTINGS: list[Setting] = [
     Setting("hard_timeout", _non_negative_float, 0.0, "Seconds after which the supervisor kills "
             "the child running a job (0: none). Per type: @prefork.handler(..., hard_timeout=).",
             "supervisor", metavar="S"),
-    Setting("claimer", _choice("worker", "supervisor"), "worker", "Who claims the jobs: each "
-            "worker child for itself, or the supervisor for all its idle children in one "
-            "transaction, writing the completions they report with its next claim. Not with "
-            "limits declared, nor with max_items 1 (there the supervisor claims already).",
+    Setting("claimer", _choice("supervisor", "worker"), "supervisor", "Who claims the jobs: "
+            "the supervisor, for all its children in one transaction, writing the completions "
+            "they report with its next claim; or each worker child for itself. With limits "
+            "declared each child claims for itself; with max_items 1 the supervisor hands "
+            "each new child its job at the fork.",
             "supervisor"),
     Setting("max_items", _non_negative_int, 0, "Recycle a child after this many jobs (0: never; "
             "1: a fresh process per job).", "supervisor", metavar="N"),
