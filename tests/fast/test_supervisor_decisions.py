@@ -234,3 +234,19 @@ def test_jobs_are_handed_at_the_fork_only_forked_per_job_without_limits_or_jitte
     assert not decisions.hand_jobs_at_fork(Settings(1, max_items_jitter=2), False)
     assert not decisions.hand_jobs_at_fork(Settings(2), False)
     assert not decisions.hand_jobs_at_fork(Settings(0), False)
+
+
+def test_the_supervisor_claims_for_long_lived_children_without_limits():
+    @dataclass(frozen=True)
+    class Settings:
+        claimer: str
+        max_items: int = 0
+        max_items_jitter: int = 0
+
+    assert decisions.supervisor_claims(Settings("supervisor"), limits_declared=False)
+    assert decisions.supervisor_claims(Settings("supervisor", max_items=100), False)
+    assert decisions.supervisor_claims(Settings("supervisor", 1, max_items_jitter=3), False)
+    assert not decisions.supervisor_claims(Settings("worker"), False)
+    assert not decisions.supervisor_claims(Settings("supervisor"), limits_declared=True)
+    assert not decisions.supervisor_claims(Settings("supervisor", max_items=1), False), \
+        "a child forked per job is handed its job at the fork"
