@@ -86,6 +86,11 @@ class ChildProcess:
         return self.stop_cause is not None
 
     @property
+    def in_hand(self) -> int:
+        """The jobs it runs or holds."""
+        return len(self.held) + (self.job is not None)
+
+    @property
     def busy(self) -> bool:
         return self.job is not None
 

@@ -5,13 +5,12 @@ its next claim, in the same commit.
 
 Each child is handed as much work as a worker would hold (job_time.batch_size at
 the jobs' recent time), the one it runs included, within its max-items, and
-handed more once it is down to half of that. A handed
-job is held for the child from the claim on (children.ChildProcess.held): its
-lease is extended with the others', and it goes back at once, uncharged, when the
-child dies; the child releases those it will not run (a stop, a retirement, a
-slow job) and says which (protocol.Returned). Only a look that found
-the queues empty makes us wait for a wake-up (the doorbell, the wake-up port) or
-the next poll before claiming again.
+handed more once it is down to half of that. A handed job is held for the child
+from the claim on (children.ChildProcess.held): its lease is extended with the
+others', and it goes back at once, uncharged, when the child dies; the child
+releases those it will not run (a stop, a retirement, a slow job) and says which
+(protocol.Returned). Only a look that found the queues empty makes us wait for a
+wake-up (the doorbell, the wake-up port) or the next poll before claiming again.
 """
 import time
 from typing import Any, Iterable, Optional
@@ -19,7 +18,7 @@ from typing import Any, Iterable, Optional
 from ..events import Event
 from ..jobs import Job, Outcome
 from ..logs import event
-from ..worker.job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, batch_size
+from ..worker.job_time import HOLD_BUDGET, batch_size, running_average
 from . import leases
 from .children import ChildProcess, FinishedJob
 from .protocol import encode_job
@@ -29,6 +28,7 @@ from .upkeep import Upkeep
 # claims come in batches, not one job per job ended. Completions that no claim
 # carries are written once the oldest has waited HOLD_BUDGET.
 REFILL_AT = 0.5
+
 
 class Handing:
     def __init__(self) -> None:
@@ -41,16 +41,11 @@ class Handing:
         self.queue_empty = False
 
     def timed(self, finished: FinishedJob) -> None:
-        seconds = finished.seconds
-        if self.job_seconds is None:
-            self.job_seconds = seconds
-        else:
-            self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
+        self.job_seconds = running_average(self.job_seconds, finished.seconds)
 
     def hungry(self, children: Iterable[ChildProcess]) -> bool:
         """Does a child of ours wait with nothing to run?"""
-        return any(_takes_jobs(child) and not child.job and not child.held
-                   for child in children)
+        return any(_takes_jobs(child) and not child.in_hand for child in children)
 
     def hand_out(self, upkeep: Upkeep, children: Iterable[ChildProcess], config: Any,
                  claiming: bool) -> list[FinishedJob]:
@@ -78,10 +73,9 @@ class Handing:
                           config.claim_batch)
         rooms = {}
         for child in children:
-            in_hand = len(child.held) + (child.job is not None)
-            if not _takes_jobs(child) or in_hand > hand * REFILL_AT:
+            if not _takes_jobs(child) or child.in_hand > hand * REFILL_AT:
                 continue
-            room = hand - in_hand
+            room = hand - child.in_hand
             if child.max_items:
                 room = min(room, child.max_items - child.jobs_started - len(child.held))
             if room > 0:
@@ -103,18 +97,11 @@ def _takes_jobs(child: ChildProcess) -> bool:
 def deal(claimed: list[Job], rooms: dict[ChildProcess, int]) -> None:
     """Hand the jobs out one at a time around the children, the emptiest first, so
     that a short claim still reaches every idle child; then write them."""
-    order = sorted(rooms, key=lambda child: len(child.held) + (child.job is not None))
-    jobs = iter(claimed)
-    while order:
-        for child in list(order):
-            job = next(jobs, None)
-            if job is None:
-                order = []
-                break
-            child.hand(encode_job(job), job.lease)
-            rooms[child] -= 1
-            if not rooms[child]:
-                order.remove(child)
+    order = sorted(rooms, key=lambda child: child.in_hand)
+    turns = [child for turn in range(max(rooms.values(), default=0))
+             for child in order if rooms[child] > turn]
+    for child, job in zip(turns, claimed):
+        child.hand(encode_job(job), job.lease)
     for child in rooms:
         if child.outbox:
             child.flush()

@@ -39,6 +39,14 @@ def batch_size(job_seconds: float, claim_batch: int, left: Optional[int] = None)
     return max(1, min(claim_batch, size))
 
 
+def running_average(average: Optional[float], seconds: float) -> float:
+    """The running average of job time with a job of `seconds` folded in; the first
+    job's time replaces the guess (None) rather than being averaged with it."""
+    if average is None:
+        return seconds
+    return average + JOB_TIME_WEIGHT * (seconds - average)
+
+
 class JobClock:
     """Times one job at a time, in the thread that runs them."""
 

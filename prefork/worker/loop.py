@@ -21,7 +21,7 @@ from ..results import KeptResult
 from ..retry import Decision, RetryPolicy
 from ..wakeups.waker import Waker
 from .hooks import HookRunner
-from .job_time import HOLD_BUDGET, JOB_TIME_WEIGHT, JobClock, batch_size
+from .job_time import HOLD_BUDGET, JobClock, batch_size, running_average
 from .limited import LimitedClaims
 from .cancellation import CancelInbox, record_cancelled
 from .endings import give_back, lease_lost, record_failure, release_interrupted
@@ -295,10 +295,7 @@ class Worker:
         slower than the hold budget, held jobs are given back: siblings may take them
         now instead of after our next slow job."""
         seconds = self.clock.own_seconds(started)
-        if self.job_seconds is None:
-            self.job_seconds = seconds
-        else:
-            self.job_seconds += JOB_TIME_WEIGHT * (seconds - self.job_seconds)
+        self.job_seconds = running_average(self.job_seconds, seconds)
         if seconds > HOLD_BUDGET:
             self.release_held()
 
