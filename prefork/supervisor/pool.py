@@ -63,9 +63,9 @@ class Pool:
                 and c.stop_cause in (None,) + decisions.RECYCLE_CAUSES]
 
     def waiting(self) -> list[ChildProcess]:
-        """The children that claim for themselves and found nothing: to wake for work."""
-        return [c for c in self.children.values()
-                if c.waiting and not c.stopping and not c.handed]
+        """The children that claim for themselves and found nothing: to wake for work
+        (a child handed its jobs never says it waits: we know what it holds)."""
+        return [c for c in self.children.values() if c.waiting and not c.stopping]
 
     def probing(self) -> bool:
         """A trial child is starting after failed starts: wait for its verdict."""
