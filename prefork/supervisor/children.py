@@ -132,8 +132,10 @@ class ChildProcess:
             case protocol.Retire(reason):
                 self.retire_reason = reason
             case protocol.Returned(leases):
-                released = {lease.job_id for lease in leases}
-                self.held = tuple(held for held in self.held if held.job_id not in released)
+                # By lease, not id: a job released and claimed again keeps its id, and
+                # we may have handed it anew before reading this message.
+                released = set(leases)
+                self.held = tuple(held for held in self.held if held not in released)
             case protocol.DatabaseFailed():
                 self.charge_job = False
         return []

@@ -60,6 +60,23 @@ def test_a_child_that_says_the_database_failed_it_does_not_charge_its_job():
         os.close(write_fd)
 
 
+def test_a_returned_job_claimed_again_stays_held():
+    """A child releases job 42 while we claim it again and hand it to the same child:
+    its Returned message, read after, names the old lease; the new one stays held, so
+    that the child's death gives the job back."""
+    read_fd, write_fd = os.pipe()
+    try:
+        child = ChildProcess(1, 0, 0, read_fd, write_fd, write_fd)
+        first, again = lease(42), lease(42)
+        child.hand(b"{}\n", first)
+        child.hand(b"{}\n", again)
+        child.apply(protocol.Returned((first,)))
+        assert child.held == (again,)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
 def test_decoded_leases_and_outcomes_are_typed():
     held = protocol.decode(protocol.encode(protocol.Held((lease(7),))).rstrip())
     assert isinstance(held.leases[0], Lease)
