@@ -53,6 +53,13 @@ def _survive(step: str, call: Callable[[], object]) -> None:
         logs.unexpected("supervisor_step_failed", exc, step=step)
 
 
+def _each_observer(each: list[observers.Observer], step: str,
+                   call: Callable[[observers.Observer], object]) -> None:
+    """call(observer) for each observer, each call guarded by _survive."""
+    for observer in each:
+        _survive(f"{type(observer).__name__}.{step}", lambda: call(observer))
+
+
 def _log_exit(child: ChildProcess, status_text: str) -> str:
     """Log a child's exit, at WARNING unless we asked for it; the reason it gives."""
     expected = child.kill_reason or (child.stopping and status_text == "exit code 0")
@@ -122,12 +129,9 @@ class Supervisor:
             self._reap()
             self._manage()
             self._periodic()
-            self._jobs_finished(self.handing.hand_out(self.upkeep, self.children.values(),
-                                                      self.config, self.state is Phase.RUNNING))
+            self._hand_out()
             self._update_title()
-            for observer in self.observers:
-                _survive(f"{type(observer).__name__}.tick",
-                         lambda: observer.tick(time.monotonic(), self.view))
+            _each_observer(self.observers, "tick", lambda o: o.tick(time.monotonic(), self.view))
             if self.state is not Phase.RUNNING and not self.children:
                 break
             self._wait()
@@ -176,6 +180,8 @@ class Supervisor:
         self.pool.wake_waiting(wake)
         if wake:
             self.handing.look_again()
+            if not self.pending_signals:   # a stop or a reload goes first
+                self._hand_out()   # at once: the pass's upkeep would delay the pickup
 
     def _sleep_time(self) -> float:
         now = time.monotonic()
@@ -246,6 +252,10 @@ class Supervisor:
         finished, claimed = leases.complete_and_claim(self.upkeep, self.children.values(), count)
         self._jobs_finished(finished)
         return claimed
+
+    def _hand_out(self) -> None:   # claimer = supervisor
+        self._jobs_finished(self.handing.hand_out(self.upkeep, self.children.values(),
+                                                  self.config, self.state is Phase.RUNNING))
 
     def _handle_messages(self, child: ChildProcess) -> None:
         for message in child.read_messages():
@@ -355,9 +365,7 @@ class Supervisor:
         self._notify("reloaded", config=new_config)
 
     def _notify(self, name: str, **fields: Any) -> None:
-        for observer in self.observers:
-            _survive(f"{type(observer).__name__}.notify",
-                     lambda: observer.notify(name, fields))
+        _each_observer(self.observers, "notify", lambda o: o.notify(name, fields))
 
     def dead_since_start(self) -> int:
         """Jobs that went dead under us: by a failure a worker recorded, or by a worker's
@@ -365,9 +373,8 @@ class Supervisor:
         return self.dead + self.upkeep.handed_back_dead   # run() has set up upkeep
 
     def _update_title(self) -> None:
-        note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state, "")
-        if not note and self.pool.restart_failures:
-            note = f"restart backoff {max(0, self.pool.next_spawn_at - time.monotonic()):.0f}s"
+        note = {Phase.DRAINING: "draining", Phase.QUITTING: "stopping"}.get(self.state) \
+            or self.pool.backoff_note(time.monotonic())
         title = master_title(self.config.queues, len(self.pool.wanted()), self.target,
                              self.done, self.dead_since_start(), note)
         if title != self.title:

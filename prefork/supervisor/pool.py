@@ -71,6 +71,12 @@ class Pool:
         """A trial child is starting after failed starts: wait for its verdict."""
         return bool(self.restart_failures) and any(not c.ready for c in self.wanted())
 
+    def backoff_note(self, now: float) -> str:
+        """For the title while children fail at start: when the next one starts."""
+        if not self.restart_failures:
+            return ""
+        return f"restart backoff {max(0, self.next_spawn_at - now):.0f}s"
+
     def describe(self, now: float) -> str:
         """What each child does, as JSON for the registry (and `prefork-queue status`)."""
         return json.dumps([
