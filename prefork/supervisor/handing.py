@@ -15,9 +15,7 @@ wake-up (the doorbell, the wake-up port) or the next poll before claiming again.
 import time
 from typing import Any, Iterable, Optional
 
-from ..events import Event
-from ..jobs import Job, Outcome
-from ..logs import event
+from ..jobs import Job
 from ..worker.job_time import HOLD_BUDGET, batch_size, running_average
 from . import leases
 from .children import ChildProcess, FinishedJob
@@ -64,7 +62,7 @@ class Handing:
             self.queue_empty = True
         deal(claimed, rooms)
         for done in finished:
-            log_completion(done)
+            leases.log_completion(done)
         return finished
 
     def rooms(self, children: Iterable[ChildProcess], config: Any) -> dict[ChildProcess, int]:
@@ -105,13 +103,3 @@ def deal(claimed: list[Job], rooms: dict[ChildProcess, int]) -> None:
     for child in rooms:
         if child.outbox:
             child.flush()
-
-
-def log_completion(finished: FinishedJob) -> None:
-    """A handed job's completion, written by us: logged as its worker would have."""
-    job_id, job_type = finished.job.lease.job_id, finished.job.type
-    if finished.outcome is Outcome.DONE:
-        event(Event.JOB_COMPLETED, job_id=job_id, type=job_type,
-              elapsed_ms=round(finished.seconds * 1000, 1))
-    else:
-        event(Event.JOB_LEASE_LOST, job_id=job_id, type=job_type)

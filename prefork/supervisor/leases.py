@@ -7,7 +7,9 @@ finished, for the loop to count and tell the observers.
 """
 from typing import Callable, Iterable, Optional
 
-from ..jobs import Job, Lease
+from ..events import Event
+from ..jobs import Job, Lease, Outcome
+from ..logs import event
 from .children import ChildProcess, FinishedJob
 from .decisions import hand_jobs_at_fork, lease_extension_due, write_behind_due
 from .upkeep import FORKED_PER_JOB, HANDED, Upkeep
@@ -64,14 +66,30 @@ def write_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int
 def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[list[FinishedJob]]:
     """Write the completions the child has not written yet: those jobs ran to
     success. The jobs, done or lost; None when the database is away. (Those of a
-    child forked per job are ours to write whatever the occasion: logged so.)"""
+    child forked per job are ours to write whatever the occasion: logged so. Those
+    we handed are logged as their worker would have, whatever the occasion too.)"""
     unsaved = list(child.unsaved.values())
+    why = ours_because(child) or why
     completed = upkeep.complete([finished.job for finished in unsaved],
-                                ours_because(child) or why)
+                                None if why == HANDED else why)
     if completed is None:
         return None
     child.unsaved = {}
-    return [finished.saved(finished.job.lease.job_id in completed) for finished in unsaved]
+    finished = [done.saved(done.job.lease.job_id in completed) for done in unsaved]
+    if why == HANDED:
+        for done in finished:
+            log_completion(done)
+    return finished
+
+
+def log_completion(finished: FinishedJob) -> None:
+    """A handed job's completion, written by us: logged as its worker would have."""
+    job_id, job_type = finished.job.lease.job_id, finished.job.type
+    if finished.outcome is Outcome.DONE:
+        event(Event.JOB_COMPLETED, job_id=job_id, type=job_type,
+              elapsed_ms=round(finished.seconds * 1000, 1))
+    else:
+        event(Event.JOB_LEASE_LOST, job_id=job_id, type=job_type)
 
 
 def ours_because(child: ChildProcess) -> Optional[str]:

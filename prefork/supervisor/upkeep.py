@@ -64,7 +64,11 @@ def say_if_newer(newer: Sequence[int]) -> None:
         event("schema_newer", level=logging.WARNING, version=newer[-1], release=__version__)
 
 
-def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int], why: str) -> None:
+def _log_completions(jobs: Sequence[RunningJob], completed: Collection[int],
+                     why: Optional[str]) -> None:
+    """Log completions written by us, for why (None: the caller logs them)."""
+    if why is None:
+        return
     for job in jobs:
         completed_now = job.lease.job_id in completed
         event("job_completed_by_supervisor" if completed_now else "job_lease_lost",
@@ -162,9 +166,10 @@ class Upkeep:
             event("leases_not_extended", level=logging.WARNING, count=len(leases) - held)
         return held is not False
 
-    def complete(self, jobs: Sequence[RunningJob], why: str) -> Optional[set[int]]:
+    def complete(self, jobs: Sequence[RunningJob], why: Optional[str]) -> Optional[set[int]]:
         """Complete a child's jobs that ran to success on its behalf: the ids
-        completed, or None when the database is away."""
+        completed, or None when the database is away. Logged as written by us, for
+        why, unless why is None (the caller logs them)."""
         completed = self._with_store(lambda store: store.complete_many(
             [job.lease for job in jobs]))
         if completed is False:
@@ -186,8 +191,7 @@ class Upkeep:
             process_id=self.process_id, limit=count) if count else (store.complete_many(leases), []))
         if answer is False:
             return None
-        if why is not None:   # else the caller logs them
-            _log_completions(jobs, answer[0], why)
+        _log_completions(jobs, answer[0], why)   # why None: the caller logs them
         return set(answer[0]), answer[1]
 
     def hand_back(self, lease: Lease, cause: str, charge: bool) -> None:

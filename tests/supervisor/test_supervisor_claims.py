@@ -101,11 +101,39 @@ def test_reloads_and_a_drain_strand_no_handed_job(supervisor, enqueue_ledger, cl
     sup.signal(signal.SIGTERM)
     assert sup.wait_exit(timeout=60) == 0
     assert count(clean_db, "status = 'reserved'") == 0, "a stopped supervisor holds nothing"
+    # Each success is logged job_completed once, as its worker would have, whoever
+    # wrote it and when (with a claim, alone, or as its child exited mid-drain).
+    completed = [e["job_id"] for e in sup.events("job_completed")]
+    assert len(completed) == len(set(completed)) == count(clean_db, "status = 'done'")
+    assert not sup.events("job_completed_by_supervisor")
     successor = supervisor("--workers", "3", *LONG_LEASE, name="successor")
     wait_until(lambda: count(clean_db, "status = 'done'") == 2 * jobs, timeout=90,
                message="every job done")
     assert ledger_rows(clean_db) == jobs
     assert not successor.events("worker_fatal")
+
+
+def test_a_success_written_as_its_child_is_reaped_is_logged_as_its_worker_would(
+        supervisor, enqueue_ledger, clean_db):
+    """The parent, stopped while its draining child ends its job and exits, reads the
+    child's `idle` and its exit in one pass, and writes the completion as it reaps the
+    child: logged job_completed, as a worker logs a success, not as a dead worker's job."""
+    sup = supervisor("--workers", "1", *LONG_LEASE)
+    sup.wait_event("worker_ready")
+    enqueue_ledger(1, "reaped", job_type="sleep", payload={"seconds": 1})
+    job_id = sup.wait_event("job_claimed")[0]["job_id"]
+    child = sup.children()[0].pid
+    sup.signal(signal.SIGTERM)
+    sup.wait_event("supervisor_stopping")
+    os.kill(sup.pid, signal.SIGSTOP)
+    try:
+        wait_gone([child], timeout=10)   # exited, not reaped: its parent is stopped
+    finally:
+        os.kill(sup.pid, signal.SIGCONT)
+    assert sup.wait_exit(timeout=30) == 0
+    assert count(clean_db, "status = 'done'") == 1
+    assert sup.events("job_completed", job_id=job_id)
+    assert not sup.events("job_completed_by_supervisor")
 
 
 def test_a_killed_parents_claims_go_to_its_successor(supervisor, enqueue_ledger, clean_db):
