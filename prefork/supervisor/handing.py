@@ -20,7 +20,7 @@ from ..worker.job_time import HOLD_BUDGET, batch_size, running_average
 from . import leases
 from .children import ChildProcess, FinishedJob
 from .protocol import encode_job
-from .upkeep import Upkeep
+from .upkeep import HANDED, Upkeep
 
 # A child's hand is filled again once it holds this share of a full hand or less:
 # claims come in batches, not one job per job ended. Completions that no claim
@@ -57,12 +57,10 @@ class Handing:
         due = wanted or (write_at is not None and (write_at <= time.monotonic() or not claiming))
         if not due or upkeep.pulse.silent(config):
             return []   # silent, our children would not start what we hand
-        finished, claimed = leases.write_and_claim(upkeep, owing, wanted, None)
+        finished, claimed = leases.write_and_claim(upkeep, owing, wanted, HANDED)
         if wanted and len(claimed) < wanted:
             self.queue_empty = True
         deal(claimed, rooms)
-        for done in finished:
-            leases.log_completion(done)
         return finished
 
     def rooms(self, children: Iterable[ChildProcess], config: Any) -> dict[ChildProcess, int]:

@@ -5,7 +5,7 @@ yet written on its behalf (write-behind).
 Functions of the children and the parent's Upkeep; each returns the jobs it
 finished, for the loop to count and tell the observers.
 """
-from typing import Callable, Iterable, Optional
+from typing import Callable, Collection, Iterable, Optional
 
 from ..events import Event
 from ..jobs import Job, Lease, Outcome
@@ -46,43 +46,54 @@ def complete_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: 
 
 
 def write_and_claim(upkeep: Upkeep, children: Iterable[ChildProcess], count: int,
-                    why: Optional[str]) -> tuple[list[FinishedJob], list[Job]]:
+                    why: str) -> tuple[list[FinishedJob], list[Job]]:
     """Write the completions the children left to us and claim up to count jobs for
     them, in one round trip: (the jobs finished, the jobs claimed); nothing while the
-    database is away (the completions wait for the next try). Logged as written by us,
-    for why, unless why is None (the caller logs them)."""
+    database is away (the completions wait for the next try). Logged as _saved says."""
     owing = [child for child in children if child.unsaved]
     unsaved = [finished for child in owing for finished in child.unsaved.values()]
-    answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count, why)
+    answer = upkeep.complete_and_claim([finished.job for finished in unsaved], count,
+                                       _upkeep_logs(why))
     if answer is None:
         return [], []
     completed, claimed = answer
     for child in owing:
         child.unsaved = {}
-    return [finished.saved(finished.job.lease.job_id in completed) for finished in unsaved], \
-        claimed
+    return _saved(unsaved, completed, why), claimed
 
 
 def write_unsaved(upkeep: Upkeep, child: ChildProcess, why: str) -> Optional[list[FinishedJob]]:
     """Write the completions the child has not written yet: those jobs ran to
     success. The jobs, done or lost; None when the database is away. (Those of a
-    child forked per job are ours to write whatever the occasion: logged so. Those
-    we handed are logged as their worker would have, whatever the occasion too.)"""
+    child forked per job or handed its jobs are ours to write whatever the occasion:
+    logged so, as _saved says.)"""
     unsaved = list(child.unsaved.values())
     why = ours_because(child) or why
-    completed = upkeep.complete([finished.job for finished in unsaved],
-                                None if why == HANDED else why)
+    completed = upkeep.complete([finished.job for finished in unsaved], _upkeep_logs(why))
     if completed is None:
         return None
     child.unsaved = {}
+    return _saved(unsaved, completed, why)
+
+
+def _upkeep_logs(why: str) -> Optional[str]:
+    """What the upkeep logs the completions we write as: `job_completed_by_supervisor`
+    for why, except those of jobs we handed (None: _saved logs them)."""
+    return None if why == HANDED else why
+
+
+def _saved(unsaved: Iterable[FinishedJob], completed: Collection[int],
+           why: str) -> list[FinishedJob]:
+    """The unsaved jobs, done or lost as the write found them. Those we handed are
+    logged as their worker would have, whatever wrote them (a claim, a reap)."""
     finished = [done.saved(done.job.lease.job_id in completed) for done in unsaved]
     if why == HANDED:
         for done in finished:
-            log_completion(done)
+            _log_as_its_worker(done)
     return finished
 
 
-def log_completion(finished: FinishedJob) -> None:
+def _log_as_its_worker(finished: FinishedJob) -> None:
     """A handed job's completion, written by us: logged as its worker would have."""
     job_id, job_type = finished.job.lease.job_id, finished.job.type
     if finished.outcome is Outcome.DONE:
